@@ -1,0 +1,3 @@
+from superopt.cli import main
+
+main()

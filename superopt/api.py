@@ -1,0 +1,45 @@
+"""The one entry point the driver calls: PTX text in, PTX text out.
+
+Contract with `nvcc_plus`:
+* the returned PTX declares the same kernels, device functions and globals with the
+  same names and parameters as the input (the host stub registers them by name);
+* if anything goes wrong inside, this function raises; the driver then keeps nvcc's
+  own PTX and prints one line. It never returns half-done text.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+MODES = ("off", "roundtrip", "optimize")
+
+
+@dataclass
+class OptimizeOutcome:
+    ptx: str
+    changed: bool
+    # One line each, shown to the user on stderr by the driver (already prefixed by it).
+    messages: list[str] = field(default_factory=list)
+    # The per-kernel records (reports' JSON schema) when a search ran.
+    records: list[dict] = field(default_factory=list)
+
+
+def optimize_ptx(ptx: str, *, mode: str = "optimize", source: str | None = None,
+                 target: str | None = None, config: dict | None = None) -> OptimizeOutcome:
+    """Return a (possibly) optimized version of one PTX module produced by cicc.
+
+    ``mode`` is ``roundtrip`` (parse and re-emit, no rewrites) or ``optimize``.
+    ``source`` is the .cu file it came from and ``target`` its virtual architecture
+    (``compute_90``), both for messages, records and the cache key.
+    """
+    if mode not in MODES:
+        raise ValueError(f"unknown nvcc-plus mode {mode!r} (expected one of {', '.join(MODES)})")
+    if mode == "off":
+        return OptimizeOutcome(ptx=ptx, changed=False)
+    import ptx_ir
+
+    module = ptx_ir.parse(ptx)
+    text = ptx_ir.emit(module)
+    if mode == "roundtrip":
+        return OptimizeOutcome(ptx=text, changed=False)
+    # optimize: the search is wired in by superopt.search once it exists.
+    return OptimizeOutcome(ptx=text, changed=False)

@@ -1,0 +1,8 @@
+"""The `superopt` toolbox command."""
+import click
+
+
+@click.group()
+@click.version_option(package_name="nvcc-plus")
+def main() -> None:
+    """superopt: optimize, verify and measure PTX kernels."""
