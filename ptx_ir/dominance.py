@@ -39,7 +39,8 @@ def _walks_to(tree: dict, start, target) -> bool:
 def compute_dominance(fn) -> Dominance:
     graph = fn.cfg
     entry = fn.entry_block
-    idom = nx.immediate_dominators(graph, entry)
+    idom = dict(nx.immediate_dominators(graph, entry))
+    idom[entry] = entry   # networkx >= 3.5 leaves the start node out
     reverse = graph.reverse(copy=True)
     reverse.add_node(_EXIT)
     for block in graph.nodes:

@@ -20,6 +20,7 @@ _TOKEN_RE = re.compile(
   | (?P<NL>\n)
   | (?P<LCOMMENT>//[^\n]*)
   | (?P<BCOMMENT>/\*.*?\*/)
+  | (?P<OPENCOMMENT>/\*)
   | (?P<STRING>"(?:[^"\\\n]|\\.)*")
   | (?P<FLOAT>0[fF][0-9A-Fa-f]{8}(?![0-9A-Za-z_])|0[dD][0-9A-Fa-f]{16}(?![0-9A-Za-z_]))
   | (?P<NUMBER>0[xX][0-9A-Fa-f]+U?|0[bB][01]+U?|[0-9]+\.[0-9]*(?:[eE][+-]?[0-9]+)?|[0-9]+U?)
@@ -70,6 +71,8 @@ def tokenize(text: str, source: SourceMap | None = None) -> list[Token]:
                 raise src.error("unterminated string literal", pos, text[pos:pos + 20].split("\n")[0])
             raise src.error("unexpected character", pos, text[pos])
         kind = m.lastgroup
+        if kind == "OPENCOMMENT":
+            raise (source or SourceMap(text)).error("unterminated block comment", pos, "/*")
         if kind == "WS" or kind == "LCOMMENT":
             pass
         elif kind == "BCOMMENT":

@@ -27,6 +27,8 @@ class MemoryAccess:
     bytes: int
     address: Addr
     affine: Affine | None        # the full byte address, when derivable
+    # For each iv:<reg> atom in ``affine``: (value before the loop, step per iteration).
+    recurrences: dict
     base: str | None             # the pointer the address is relative to (param:x, symbol)
     alignment: int               # proven alignment of the address in bytes (>= 1)
 
@@ -49,14 +51,46 @@ class AddressEvaluator:
         self.du = fn.def_use
         self.param_names = {p.name for p in fn.params}
         self.memo: dict = {}
+        # iv:<reg> atoms: register -> (initial value, step per iteration)
+        self.recurrences: dict[str, tuple[Affine, Affine]] = {}
 
     def value(self, reg: str, at: Instruction) -> Affine | None:
         if reg.startswith("%") and reg.split(".")[0] in LAUNCH_ATOMS:
             return Affine.atom(reg)
         sources = self.du.definitions(at, reg)
+        if len(sources) == 2 and ENTRY not in sources:
+            rec = self.recurrence(reg, sources)
+            if rec is not None:
+                return Affine.atom(f"iv:{reg}")
         if len(sources) != 1 or sources[0] == ENTRY:
             return Affine.atom(f"reg:{reg}") if sources else None
         return self.of_instruction(sources[0], reg)
+
+    def recurrence(self, reg: str, sources: list) -> tuple[Affine, Affine] | None:
+        """``(init, step)`` when ``reg`` is a loop recurrence ``reg = init; reg += step``."""
+        key = ("iv", reg, tuple(id(s) for s in sources))
+        if key in self.memo:
+            return self.memo[key]
+        self.memo[key] = None
+        result = None
+        for update, init in (sources, sources[::-1]):
+            ops = update.operands
+            if update.opcode != "add" or update.guard is not None or len(ops) != 3:
+                continue
+            if isinstance(ops[1], Reg) and ops[1].name == reg:
+                step_op = ops[2]
+            elif isinstance(ops[2], Reg) and ops[2].name == reg:
+                step_op = ops[1]
+            else:
+                continue
+            step = self.operand(step_op, update)
+            start = self.of_instruction(init, reg)
+            if step is not None and start is not None and f"iv:{reg}" not in step.atoms():
+                result = (start, step)
+                self.recurrences[reg] = result
+                break
+        self.memo[key] = result
+        return result
 
     def operand(self, op, at: Instruction) -> Affine | None:
         if isinstance(op, Imm):
@@ -146,8 +180,16 @@ def collect_memory_accesses(fn) -> list[MemoryAccess]:
         size = type_size(type_) * width if type_ else 0
         # The baseline executes this access, so its address is naturally aligned too.
         natural = size if size and size & (size - 1) == 0 else 1
-        proven = affine.alignment(ptr_align) if affine is not None else 1
+        recurrences = {}
+        if affine is not None:
+            for atom in affine.atoms():
+                if atom.startswith("iv:"):
+                    recurrences[atom] = evaluator.recurrences[atom[3:]]
+        atom_align = dict(ptr_align)
+        for atom, (start, step) in recurrences.items():
+            atom_align[atom] = min(start.alignment(ptr_align), step.alignment(ptr_align))
+        proven = affine.alignment(atom_align) if affine is not None else 1
         out.append(MemoryAccess(inst=inst, kind=kind, space=inst.space or "generic", type=type_,
                                 vector_width=width, bytes=size, address=addr, affine=affine,
-                                base=base, alignment=max(proven, natural)))
+                                recurrences=recurrences, base=base, alignment=max(proven, natural)))
     return out
