@@ -37,9 +37,30 @@ def optimize_ptx(ptx: str, *, mode: str = "optimize", source: str | None = None,
         return OptimizeOutcome(ptx=ptx, changed=False)
     import ptx_ir
 
-    module = ptx_ir.parse(ptx)
-    text = ptx_ir.emit(module)
     if mode == "roundtrip":
-        return OptimizeOutcome(ptx=text, changed=False)
-    # optimize: the search is wired in by superopt.search once it exists.
-    return OptimizeOutcome(ptx=text, changed=False)
+        return OptimizeOutcome(ptx=ptx_ir.emit(ptx_ir.parse(ptx)), changed=False)
+    from superopt.optimize import optimize_module
+
+    result = optimize_module(ptx, target=target, source=source, config=config)
+    _save_records(result.records, source)
+    # Unchanged modules go back byte for byte as nvcc made them (a -G build embeds the PTX
+    # text in the cubin, so even whitespace would show).
+    return OptimizeOutcome(ptx=result.ptx if result.changed else ptx, changed=result.changed,
+                           messages=result.messages, records=[result.records])
+
+
+def _save_records(records: dict, source: str | None) -> None:
+    """Write the module's record under NVCC_PLUS_REPORT_DIR, if the user asked for reports."""
+    import json
+    import os
+    from pathlib import Path
+
+    folder = os.environ.get("NVCC_PLUS_REPORT_DIR")
+    if not folder or not records.get("kernels"):
+        return
+    from superopt.cache import atomic_write_text
+    from superopt.candidates import text_hash
+
+    stem = Path(source).name if source else "module"
+    name = f"{stem}.{records.get('target')}.{text_hash(json.dumps(records, sort_keys=True))[:8]}.json"
+    atomic_write_text(Path(folder) / name, json.dumps(records, indent=1))

@@ -1,4 +1,13 @@
-"""The `superopt` toolbox command."""
+"""The `superopt` toolbox command: optimize, verify, passes, try, cache."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
 import click
 
 
@@ -6,3 +15,196 @@ import click
 @click.version_option(package_name="nvcc-plus")
 def main() -> None:
     """superopt: optimize, verify and measure PTX kernels."""
+
+
+from superopt.verify_cli import verify_command  # noqa: E402
+
+main.add_command(verify_command, "verify")
+
+
+def _console():
+    from rich.console import Console
+    return Console(stderr=False, highlight=False)
+
+
+def _ptx_from(path: Path, arch: str) -> str:
+    """PTX text of a .ptx file, or of a .cu file compiled with the real nvcc."""
+    if path.suffix == ".ptx":
+        return path.read_text()
+    with tempfile.TemporaryDirectory(prefix="superopt-") as tmp:
+        out = Path(tmp) / "x.ptx"
+        cmd = [os.environ.get("NVCC_PLUS_REAL_NVCC", "nvcc"), f"-arch={arch}", "-O3", "-ptx",
+               str(path), "-o", str(out)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise click.ClickException(f"nvcc failed on {path}:\n{proc.stderr.strip()}")
+        return out.read_text()
+
+
+@main.command("optimize")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--kernel", "kernels", multiple=True, help="Only this kernel (mangled or demangled name); repeatable.")
+@click.option("--budget", type=float, help="Seconds per kernel (default: NVCC_PLUS_BUDGET or 30).")
+@click.option("--arch", default="sm_90", show_default=True, help="Target for .cu inputs.")
+@click.option("--backend", type=click.Choice(["auto", "gpu", "emulator"]), default="auto", show_default=True)
+@click.option("--no-gpu", "no_gpu", type=click.Choice(["locked", "estimate"]), default=None,
+              help="Without a GPU: apply only locked decisions (default) or choose by a static estimate.")
+@click.option("--report", "report_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Write the JSON record (and rendered reports, if available) here.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write the optimized PTX here.")
+def optimize_command(file: Path, kernels, budget, arch, backend, no_gpu, report_dir, output):
+    """Optimize every kernel of FILE (.cu or .ptx); print what happened to each."""
+    from rich.table import Table
+
+    from superopt.optimize import optimize_module
+
+    console = _console()
+    ptx = _ptx_from(file, arch)
+    config = {"backend": backend}
+    if budget is not None:
+        config["budget"] = budget
+    if no_gpu:
+        config["no_gpu"] = no_gpu
+    import ptx_ir
+    module = ptx_ir.parse(ptx)
+    wanted = _resolve_kernels(module, kernels)
+    with console.status(f"optimizing {len(wanted) or len(module.kernels)} kernel(s) of {file.name} ..."):
+        result = optimize_module(ptx, source=str(file), config=config, kernels=wanted or None)
+    table = Table(title=f"superopt: {file.name}")
+    for col in ("kernel", "status", "winner", "speedup", "candidates", "reason"):
+        table.add_column(col)
+    for k in result.records["kernels"]:
+        cands = k.get("candidates", [])
+        win = next((c for c in cands if c["fate"] in ("winner", "estimate-winner")), None)
+        speed = f"{win['speedup']:.2f}x" if win and win.get("speedup") else "-"
+        table.add_row(k.get("signature") or k["kernel"], k["status"] or "-", k.get("winner") or "-",
+                      speed, str(len(cands)), (k.get("reason") or "")[:90])
+    console.print(table)
+    for m in result.messages:
+        console.print(f"[yellow]note:[/yellow] {m}")
+    if output:
+        output.write_text(result.ptx)
+        console.print(f"optimized PTX written to {output}")
+    if report_dir:
+        report_dir.mkdir(parents=True, exist_ok=True)
+        path = report_dir / f"{file.name}.record.json"
+        path.write_text(json.dumps(result.records, indent=1))
+        console.print(f"record written to {path}")
+
+
+def _resolve_kernels(module, names) -> list[str]:
+    out = []
+    for name in names:
+        hits = [k.name for k in module.kernels if name in (k.name, k.signature or "")
+                or (k.signature or "").split("(")[0] == name]
+        if not hits:
+            raise click.ClickException(f"no kernel named {name!r} (kernels: "
+                                       f"{', '.join(k.signature or k.name for k in module.kernels)})")
+        out.extend(hits)
+    return out
+
+
+@main.command("passes")
+def passes_command():
+    """List the registered passes with what each assumes and its parameters."""
+    from rich.table import Table
+
+    from superopt.passes import registry
+    table = Table(title="superopt passes", show_lines=True)
+    for col in ("pass", "what it does", "assumes / proves", "parameters"):
+        table.add_column(col)
+    for info in registry().values():
+        params = ", ".join(f"{k} in {v}" for k, v in info.params.items()) or "-"
+        table.add_row(info.name, info.summary, info.assumes, params)
+    _console().print(table)
+
+
+@main.command("try")
+@click.argument("pass_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--on", "targets", multiple=True, required=True,
+              type=click.Path(exists=True, path_type=Path), help="PTX/CU files or folders; repeatable.")
+@click.option("--backend", type=click.Choice(["auto", "gpu", "emulator"]), default="auto", show_default=True)
+@click.option("--arch", default="sm_90", show_default=True)
+@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Also write results as JSON.")
+def try_command(pass_file: Path, targets, backend, arch, json_out):
+    """Run a user pass over files: where it fired, whether each rewrite verified, speedups."""
+    from rich.table import Table
+
+    import ptx_ir
+    from superopt.candidates import Step, make_candidate
+    from superopt.optimize import find_spec
+    from superopt.passes import load_pass_file, param_grid
+    from superopt.search import Judge, evaluate
+    from superopt.ptxas import run_ptxas
+
+    console = _console()
+    infos = load_pass_file(pass_file)
+    files = []
+    for t in targets:
+        files.extend(sorted(p for p in t.rglob("*") if p.suffix in (".ptx", ".cu")) if t.is_dir() else [t])
+    judge = Judge(backend)
+    rows = []
+    for path in files:
+        try:
+            ptx = _ptx_from(path, arch)
+            module = ptx_ir.parse(ptx)
+        except Exception as exc:
+            rows.append({"file": str(path), "kernel": "-", "pass": "-", "fate": "unreadable", "reason": str(exc)[:200]})
+            continue
+        target = module.target[0] if module.target else arch
+        for fn in module.kernels:
+            for info in infos:
+                for params in param_grid(info):
+                    row = {"file": str(path), "kernel": fn.signature or fn.name,
+                           "pass": str(Step(info.name, params))}
+                    try:
+                        cand = make_candidate(module, fn.name, [Step(info.name, params)],
+                                              {"proposer": "user-pass", "file": str(pass_file)})
+                    except Exception as exc:
+                        rows.append({**row, "fate": "pass-crashed", "reason": f"{type(exc).__name__}: {exc}"})
+                        continue
+                    if cand is None:
+                        continue
+                    spec, why = find_spec(module, fn.name, source=str(path), config=None)
+                    if spec is None:
+                        static = run_ptxas(cand.ptx, target)
+                        rows.append({**row, "fate": "assembled" if static.ok else "rejected-ptxas",
+                                     "reason": f"not verifiable: {why}", "changes": len(cand.changes)})
+                        continue
+                    entry = evaluate(cand, ptx_ir.emit(module), spec, judge, target, None)
+                    rows.append({**row, "fate": entry["fate"], "reason": entry.get("reason"),
+                                 "speedup": entry.get("speedup"), "changes": len(cand.changes)})
+    table = Table(title=f"superopt try {pass_file.name} ({judge.backend})")
+    for col in ("file", "kernel", "pass", "fate", "speedup", "reason"):
+        table.add_column(col)
+    for r in rows:
+        sp = f"{r['speedup']:.2f}x" if r.get("speedup") else "-"
+        table.add_row(Path(r["file"]).name, r["kernel"][:40], r["pass"], r["fate"], sp, (r.get("reason") or "")[:70])
+    console.print(table)
+    fired = [r for r in rows if r["fate"] not in ("unreadable",)]
+    bad = [r for r in fired if r["fate"] in ("rejected-check", "rejected-ptxas", "pass-crashed", "error")]
+    console.print(f"fired on {len(fired)} kernel/parameter combinations; "
+                  f"{len(bad)} failed verification or assembly")
+    if json_out:
+        json_out.write_text(json.dumps(rows, indent=1))
+    sys.exit(1 if bad else 0)
+
+
+@main.group("cache")
+def cache_group():
+    """Inspect or clear the decision cache."""
+
+
+@cache_group.command("info")
+def cache_info():
+    from superopt.cache import DecisionCache
+    cache = DecisionCache()
+    entries = cache.entries()
+    click.echo(f"{cache.root}: {len(entries)} decisions")
+
+
+@cache_group.command("clear")
+def cache_clear():
+    from superopt.cache import DecisionCache
+    cache = DecisionCache()
+    click.echo(f"removed {cache.clear()} decisions from {cache.root}")

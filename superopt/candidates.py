@@ -1,0 +1,88 @@
+"""Candidates: a whole PTX module plus where it came from.
+
+A candidate is made by applying a *plan* — an ordered list of ``(pass, params)`` — to a
+clone of the baseline module, for one kernel. Plans are what the cache and the lockfile
+store: re-applying a plan to the same baseline gives the same text (passes are
+deterministic), which is checked by hash before a stored decision is trusted.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+import ptx_ir
+from superopt.passes import Change, get_pass
+
+
+@dataclass
+class Step:
+    pass_name: str
+    params: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"pass": self.pass_name, "params": dict(self.params)}
+
+    @staticmethod
+    def from_dict(d: dict) -> "Step":
+        return Step(d["pass"], dict(d.get("params") or {}))
+
+    def __str__(self) -> str:
+        args = ", ".join(f"{k}={v}" for k, v in sorted(self.params.items()))
+        return f"{self.pass_name}({args})" if args else self.pass_name
+
+
+@dataclass
+class Candidate:
+    kernel: str
+    plan: list[Step]
+    ptx: str                          # the whole module
+    changes: list[str]
+    provenance: dict = field(default_factory=dict)   # {"proposer": "rules"} or model info
+
+    @property
+    def id(self) -> str:
+        return " + ".join(map(str, self.plan)) or "baseline"
+
+    @property
+    def hash(self) -> str:
+        return text_hash(self.ptx)
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def plan_hash(plan: list[Step]) -> str:
+    return text_hash(json.dumps([s.to_dict() for s in plan], sort_keys=True))
+
+
+class PlanDidNotApply(RuntimeError):
+    pass
+
+
+def apply_plan(module: ptx_ir.Module, kernel: str, plan: list[Step]) -> tuple[ptx_ir.Module, list[str]]:
+    """A new module with ``plan`` applied to ``kernel``; raises PlanDidNotApply if a step
+    changes nothing (a plan from a cache or a model must apply exactly)."""
+    clone = module.clone()
+    fn = clone.function(kernel)
+    changes: list[str] = []
+    for step in plan:
+        info = get_pass(step.pass_name)
+        made: list[Change] = info(fn, **step.params)
+        if not made:
+            raise PlanDidNotApply(f"pass {step} did not fire on {kernel}")
+        fn.validate()
+        changes.extend(f"{step.pass_name}: {c}" for c in made)
+    return clone, changes
+
+
+def make_candidate(module: ptx_ir.Module, kernel: str, plan: list[Step],
+                   provenance: dict | None = None) -> Candidate | None:
+    """The candidate for ``plan``, or None when the plan does not apply."""
+    try:
+        new, changes = apply_plan(module, kernel, plan)
+    except PlanDidNotApply:
+        return None
+    return Candidate(kernel, list(plan), ptx_ir.emit(new), changes,
+                     dict(provenance or {"proposer": "rules"}))

@@ -1,0 +1,56 @@
+"""``nvcc-plus.lock``: decisions a build without a GPU can apply deterministically.
+
+A lock entry maps a kernel's decision key (see :mod:`superopt.cache`, computed without the
+ptxas version so a lock travels between machines with the same nvcc) to the winning plan
+and the hash of the PTX it produced. Applying a locked plan re-runs the passes and checks
+the hash; a mismatch keeps the baseline and says so.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from pathlib import Path
+
+from superopt.cache import atomic_write_text
+
+LOCK_NAME = "nvcc-plus.lock"
+LOCK_VERSION = 1
+
+
+def find_lockfile(start: Path | None = None) -> Path | None:
+    env = os.environ.get("NVCC_PLUS_LOCKFILE")
+    if env:
+        return Path(env)
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        candidate = folder / LOCK_NAME
+        if candidate.exists():
+            return candidate
+    return None
+
+
+class Lockfile:
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.entries: dict[str, dict] = {}
+        if self.path.exists():
+            data = json.loads(self.path.read_text())
+            if data.get("version") != LOCK_VERSION:
+                raise ValueError(f"{self.path}: lockfile version {data.get('version')} is not "
+                                 f"{LOCK_VERSION}; delete it and rebuild with a GPU to re-create it")
+            self.entries = data.get("decisions", {})
+
+    def get(self, key: str) -> dict | None:
+        return self.entries.get(key)
+
+    def record(self, key: str, entry: dict) -> None:
+        """Add one decision, merging with what other processes wrote meanwhile."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path.with_name(self.path.name + ".lck"), "w") as guard:
+            fcntl.flock(guard, fcntl.LOCK_EX)   # serialize read-modify-write across make -j
+            fresh = Lockfile(self.path) if self.path.exists() else self
+            fresh.entries[key] = entry
+            self.entries = fresh.entries
+            atomic_write_text(self.path, json.dumps({"version": LOCK_VERSION, "decisions": self.entries},
+                                                    indent=1, sort_keys=True) + "\n")

@@ -1,0 +1,154 @@
+"""Optimize one PTX module: per kernel, a locked/cached decision or a fresh search.
+
+This is what :func:`superopt.api.optimize_ptx` runs in ``optimize`` mode and what
+``superopt optimize`` runs on a file.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import ptx_ir
+from superopt import record as rec
+from superopt.cache import DecisionCache, decision_key
+from superopt.candidates import PlanDidNotApply, Step, apply_plan, text_hash
+from superopt.lockfile import Lockfile, find_lockfile
+from superopt.passes import registry
+from superopt.ptxas import ptxas_version
+from superopt.search import Judge, SearchOptions, search_kernel
+
+
+@dataclass
+class ModuleResult:
+    ptx: str
+    changed: bool
+    records: dict
+    messages: list[str] = field(default_factory=list)
+
+
+def options_from_config(config: dict | None) -> SearchOptions:
+    cfg = dict(config or {})
+    env = os.environ
+    opts = SearchOptions()
+    budget = cfg.get("budget", env.get("NVCC_PLUS_BUDGET"))
+    if budget is not None:
+        opts.budget_s = float(budget)
+    opts.policy = str(cfg.get("policy", env.get("NVCC_PLUS_POLICY", opts.policy)))
+    opts.backend = str(cfg.get("backend", env.get("NVCC_PLUS_BACKEND", opts.backend)))
+    opts.no_gpu = str(cfg.get("no_gpu", env.get("NVCC_PLUS_NO_GPU", opts.no_gpu)))
+    passes = cfg.get("passes", env.get("NVCC_PLUS_PASSES"))
+    if passes:
+        opts.passes = passes if isinstance(passes, list) else [p.strip() for p in str(passes).split(",") if p.strip()]
+    return opts
+
+
+def find_spec(module, kernel: str, *, source: str | None, config: dict | None):
+    """The launch spec for ``kernel``: explicit (toml, source comment) or inferred; None if neither."""
+    try:
+        from superopt import spec_inference
+    except ImportError:
+        return None, "launch-spec inference is not available"
+    source_text = None
+    if source and os.path.exists(source):
+        try:
+            source_text = Path(source).read_text(errors="replace")
+        except OSError:
+            source_text = None
+    result = spec_inference.infer_specs(module, kernel, source_text=source_text, config=config)
+    specs = getattr(result, "specs", None)
+    if specs:
+        return specs[0], getattr(result, "origin", "inferred")
+    return None, getattr(result, "reason", "no launch spec")
+
+
+def _globals_text(module: ptx_ir.Module) -> str:
+    return ptx_ir.emit(ptx_ir.Module(module.version, module.target, module.address_size,
+                                     [i for i in module.items if isinstance(i, ptx_ir.VarDecl)]))
+
+
+def optimize_module(ptx: str, *, target: str | None = None, source: str | None = None,
+                    config: dict | None = None, kernels: list[str] | None = None,
+                    judge: Judge | None = None, spec_for=None) -> ModuleResult:
+    module = ptx_ir.parse(ptx)
+    target = target or (module.target[0] if module.target else "sm_75")
+    options = options_from_config(config)
+    records = rec.module_record(source=source, target=target, mode="optimize")
+    messages: list[str] = []
+    pass_names = options.passes if options.passes is not None else list(registry())
+    tool = ptxas_version()
+    globals_text = _globals_text(module)
+    cache = DecisionCache()
+    lock_path = find_lockfile(Path(source).parent if source else None)
+    lock = Lockfile(lock_path) if lock_path else None
+    write_lock = os.environ.get("NVCC_PLUS_LOCK") == "write"
+
+    result_module = module
+    changed = False
+    for fn in module.kernels:
+        if kernels and fn.name not in kernels:
+            continue
+        kernel_text = ptx_ir.printer.emit_function(fn)
+        lock_key = decision_key(kernel_text=kernel_text, globals_text=globals_text, target=target,
+                                tool="", policy=options.policy, passes=pass_names)
+        cache_key = decision_key(kernel_text=kernel_text, globals_text=globals_text, target=target,
+                                 tool=tool, policy=options.policy, passes=pass_names)
+        stored = (lock.get(lock_key) if lock else None)
+        origin = "locked"
+        if stored is None:
+            stored, origin = cache.get(cache_key), "cached"
+        if stored is not None:
+            applied = _apply_stored(result_module, fn.name, stored, origin, records, messages)
+            if applied is not None:
+                result_module, did_change = applied
+                changed |= did_change
+                continue
+        if judge is None:
+            judge = Judge(options.backend, options.policy, options.check_sets, options.timing_reps)
+        spec, origin_or_reason = (spec_for(module, fn.name) if spec_for
+                                  else find_spec(module, fn.name, source=source, config=config))
+        result = search_kernel(module, fn.name, spec, target=target, options=options, judge=judge)
+        kr = result.record
+        if spec is None:
+            kr["reason"] = f"not verifiable: {origin_or_reason}"
+        else:
+            kr["spec_origin"] = origin_or_reason
+        records["kernels"].append(kr)
+        decision = {"kernel": fn.name, "plan": [], "ptx_hash": None, "status": kr["status"],
+                    "decision": kr.get("decision")}
+        if result.winner is not None:
+            new_module, _ = apply_plan(result_module, fn.name, result.winner.plan)
+            result_module = new_module
+            changed = True
+            decision["plan"] = [s.to_dict() for s in result.winner.plan]
+            decision["ptx_hash"] = text_hash(ptx_ir.printer.emit_function(new_module.function(fn.name)))
+        if kr["status"] in ("optimized", "kept-baseline") and kr.get("decision") != "estimate" \
+                and judge.can_time:
+            cache.put(cache_key, decision)
+            if write_lock:
+                target_lock = lock or Lockfile(Path(lock_path or (Path.cwd() / "nvcc-plus.lock")))
+                target_lock.record(lock_key, decision)
+    text = ptx_ir.emit(result_module) if changed else ptx
+    return ModuleResult(text, changed, records, messages)
+
+
+def _apply_stored(module, kernel: str, stored: dict, origin: str, records: dict, messages: list[str]):
+    plan = [Step.from_dict(s) for s in stored.get("plan", [])]
+    kr = {"kernel": kernel, "status": origin, "decision": origin, "plan": stored.get("plan", []),
+          "reason": f"{origin} decision applied", "candidates": [], "notes": []}
+    if not plan:
+        kr["reason"] = f"{origin} decision: keep nvcc's code"
+        records["kernels"].append(kr)
+        return module, False
+    try:
+        new_module, _ = apply_plan(module, kernel, plan)
+    except (PlanDidNotApply, KeyError) as exc:
+        messages.append(f"{kernel}: {origin} decision no longer applies ({exc}); searching again")
+        return None
+    got = text_hash(ptx_ir.printer.emit_function(new_module.function(kernel)))
+    if stored.get("ptx_hash") and got != stored["ptx_hash"]:
+        messages.append(f"{kernel}: {origin} decision gives different PTX than recorded "
+                        f"({got} != {stored['ptx_hash']}); searching again")
+        return None
+    records["kernels"].append(kr)
+    return new_module, True

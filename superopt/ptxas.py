@@ -1,0 +1,103 @@
+"""The static check: does ptxas accept a candidate, and what does it cost in resources?
+
+``ptxas -v`` reports registers, spills, shared memory and stack per function; a rewrite
+that ptxas undoes (or that spills) shows up here before any GPU time is spent.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Resources:
+    registers: int | None = None
+    spill_stores: int = 0
+    spill_loads: int = 0
+    shared_bytes: int = 0
+    stack_bytes: int = 0
+
+
+@dataclass
+class PtxasResult:
+    ok: bool
+    arch: str
+    log: str
+    resources: dict[str, Resources] = field(default_factory=dict)   # function -> resources
+    cubin: bytes | None = None
+
+
+_FUNC = re.compile(r"Compiling entry function '([^']+)'|Function properties for (\S+)")
+_USED = re.compile(r"Used (\d+) registers")
+_SPILL = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
+_SMEM = re.compile(r"(\d+) bytes smem")
+_STACK = re.compile(r"(\d+) bytes stack frame")
+
+
+def find_ptxas() -> str:
+    path = os.environ.get("NVCC_PLUS_PTXAS") or shutil.which("ptxas")
+    if not path:
+        raise FileNotFoundError("ptxas is not on PATH (set NVCC_PLUS_PTXAS or install the CUDA "
+                                "toolchain, e.g. pip install 'nvcc-plus[toolchain]')")
+    return path
+
+
+def sass_arch(target: str) -> str:
+    """``.target sm_90a`` / ``compute_90`` → ``sm_90a`` / ``sm_90`` for ptxas."""
+    t = target.split(",")[0].strip()
+    return "sm_" + t.split("_", 1)[1] if t.startswith("compute_") else t
+
+
+def ptxas_version() -> str:
+    out = subprocess.run([find_ptxas(), "--version"], capture_output=True, text=True)
+    lines = [line for line in out.stdout.splitlines() if line.strip()]
+    return lines[-1] if lines else "unknown"
+
+
+def run_ptxas(ptx: str, arch: str, *, extra: list[str] | None = None, keep_cubin: bool = False,
+              relocatable: bool = False, timeout: float = 120) -> PtxasResult:
+    with tempfile.TemporaryDirectory(prefix="nvcc-plus-ptxas-") as tmp:
+        src = os.path.join(tmp, "in.ptx")
+        out = os.path.join(tmp, "out.cubin")
+        with open(src, "w") as fh:
+            fh.write(ptx)
+        cmd = [find_ptxas(), f"-arch={sass_arch(arch)}", "-v", "-o", out, src, *(extra or [])]
+        if relocatable:
+            cmd.append("-c")
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return PtxasResult(False, arch, f"ptxas timed out after {timeout:.0f} s")
+        log = proc.stdout + proc.stderr
+        result = PtxasResult(proc.returncode == 0, arch, log.replace(src, "<candidate>.ptx"))
+        if result.ok:
+            result.resources = parse_resources(log)
+            if keep_cubin:
+                with open(out, "rb") as fh:
+                    result.cubin = fh.read()
+        return result
+
+
+def parse_resources(log: str) -> dict[str, Resources]:
+    found: dict[str, Resources] = {}
+    current = None
+    for line in log.splitlines():
+        m = _FUNC.search(line)
+        if m:
+            current = found.setdefault(m.group(1) or m.group(2), Resources())
+            continue
+        if current is None:
+            continue
+        if (m := _USED.search(line)):
+            current.registers = int(m.group(1))
+        if (m := _SPILL.search(line)):
+            current.spill_stores, current.spill_loads = int(m.group(1)), int(m.group(2))
+        if (m := _SMEM.search(line)):
+            current.shared_bytes = int(m.group(1))
+        if (m := _STACK.search(line)):
+            current.stack_bytes = int(m.group(1))
+    return found

@@ -1,0 +1,258 @@
+"""The search: baseline, candidates from the proposers, judge each, keep the fastest verified.
+
+For one kernel:
+
+1. find a launch spec (explicit, or inferred); none means "not verifiable", keep nvcc's code;
+2. make candidates: every registered pass alone with each of its parameter values, then
+   the greedy combination of the passes whose best candidate won; plus any extra
+   candidates (the model proposer) handed in;
+3. for each candidate within the budget: ptxas (static check) → differential check
+   (GPU, or the CPU emulator) → timing (GPU only);
+4. keep the fastest candidate that verified and beat the baseline beyond the measured
+   noise. Without a GPU there is no measured speed: by default (``no_gpu="locked"``) only
+   decisions from the lockfile or cache are applied; ``no_gpu="estimate"`` picks a verified
+   candidate by a static estimate and labels the decision an estimate.
+
+Every candidate's fate is recorded (see :mod:`superopt.record`).
+"""
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import dataclass, field
+
+import ptx_ir
+from superopt import record as rec
+from superopt.candidates import Candidate, Step, make_candidate
+from superopt.passes import param_grid, registry
+from superopt.ptxas import run_ptxas
+
+NO_GPU_POLICIES = ("locked", "estimate")
+
+
+@dataclass
+class SearchOptions:
+    budget_s: float = 30.0                  # per kernel, wall clock
+    policy: str = "exact"
+    backend: str = "auto"                   # auto | gpu | emulator
+    no_gpu: str = "locked"                  # locked | estimate
+    passes: list[str] | None = None         # None: every registered pass
+    extra_params: dict = field(default_factory=dict)   # pass -> params forced (e.g. block size)
+    check_sets: int = 4
+    timing_reps: int = 60
+
+
+@dataclass
+class KernelResult:
+    kernel: str
+    record: dict
+    winner: Candidate | None
+
+
+class Judge:
+    """The differential check and the timer behind one backend."""
+
+    def __init__(self, backend: str = "auto", policy: str = "exact", check_sets: int = 4,
+                 timing_reps: int = 60):
+        from superopt.backends.base import backend_names  # noqa: F401 (registers backends)
+        self.policy = policy
+        self.check_sets = check_sets
+        self.timing_reps = timing_reps
+        self.backend = self._resolve(backend)
+
+    @staticmethod
+    def gpu_usable() -> tuple[bool, str]:
+        try:
+            from superopt.backends.base import get_backend
+            be = get_backend("gpu")
+            return be.available()
+        except Exception as exc:
+            return False, str(exc)
+
+    def _resolve(self, backend: str) -> str:
+        if backend != "auto":
+            return backend
+        ok, _ = self.gpu_usable()
+        return "gpu" if ok else "emulator"
+
+    @property
+    def can_time(self) -> bool:
+        return self.backend == "gpu"
+
+    def verify(self, base_ptx: str, cand_ptx: str, spec):
+        from superopt.check import check
+        return check(base_ptx, cand_ptx, spec, backend=self.backend, policy=self.policy,
+                     sets=self.check_sets)
+
+    def time(self, base_ptx: str, cand_ptx: str, spec):
+        from superopt.timing import time_pair
+        return time_pair(base_ptx, cand_ptx, spec, backend=self.backend, reps=self.timing_reps)
+
+
+def rule_candidates(module: ptx_ir.Module, kernel: str, options: SearchOptions,
+                    notes: list[str]) -> list[Candidate]:
+    """Every pass alone with each parameter combination, deduplicated by text."""
+    passes = registry()
+    names = options.passes if options.passes is not None else list(passes)
+    out: list[Candidate] = []
+    seen: set[str] = set()
+    for name in names:
+        info = passes.get(name)
+        if info is None:
+            notes.append(f"unknown pass {name!r} skipped")
+            continue
+        for params in param_grid(info):
+            params = {**params, **options.extra_params.get(name, {})}
+            try:
+                cand = make_candidate(module, kernel, [Step(name, params)])
+            except Exception as exc:   # a crashing pass must not stop the search
+                notes.append(f"pass {name}({params}) crashed on {kernel}: {type(exc).__name__}: {exc}")
+                continue
+            if cand is not None and cand.hash not in seen:
+                seen.add(cand.hash)
+                out.append(cand)
+    return out
+
+
+def static_estimate(ptx: str, kernel: str) -> float:
+    """A crude cost: memory instructions weigh by transactions, all else by one.
+    Used only without a GPU under ``no_gpu="estimate"``, and labelled as such."""
+    fn = ptx_ir.parse(ptx).function(kernel)
+    cost = 0.0
+    for inst in fn.instructions:
+        if inst.opcode in ("ld", "st", "atom", "red") and inst.space in (".global", None):
+            cost += 4.0
+        else:
+            cost += 1.0
+    return cost
+
+
+def evaluate(candidate: Candidate, baseline_ptx: str, spec, judge: Judge, target: str,
+             base_resources) -> dict:
+    """Run one candidate through ptxas, the check and timing; return its record entry."""
+    entry = rec.candidate_entry(candidate)
+    static = run_ptxas(candidate.ptx, target)
+    if not static.ok:
+        entry.update(fate="rejected-ptxas", reason=_first_error(static.log))
+        return entry
+    res = static.resources.get(candidate.kernel)
+    entry["resources"] = rec.resources_dict(res)
+    verdict = judge.verify(baseline_ptx, candidate.ptx, spec)
+    entry["verdict"] = verdict.to_dict()
+    if verdict.status == "rejected":
+        entry.update(fate="rejected-check", reason=verdict.reason)
+        return entry
+    if verdict.status != "accepted":
+        entry.update(fate="not-judged", reason=verdict.reason)
+        return entry
+    if not judge.can_time:
+        entry.update(fate="verified", reason=f"verified on the {judge.backend}; no GPU, so no measured speed")
+        return entry
+    timing = judge.time(baseline_ptx, candidate.ptx, spec)
+    entry["timing"] = timing.to_dict()
+    entry["speedup"] = timing.speedup
+    if timing.status != "ok":
+        entry.update(fate="not-timed", reason=timing.reason)
+    elif timing.faster:
+        entry.update(fate="faster", reason=timing.reason)
+    else:
+        entry.update(fate="not-faster", reason=timing.reason)
+    return entry
+
+
+def _first_error(log: str) -> str:
+    for line in log.splitlines():
+        if "error" in line.lower() or "fatal" in line.lower():
+            return line.strip()
+    return log.strip().splitlines()[0] if log.strip() else "ptxas failed"
+
+
+def search_kernel(module: ptx_ir.Module, kernel: str, spec, *, target: str, options: SearchOptions,
+                  judge: Judge | None, extra: list[Candidate] | None = None) -> KernelResult:
+    started = time.monotonic()
+    fn = module.function(kernel)
+    record = rec.kernel_record(fn, target)
+    baseline_ptx = ptx_ir.emit(module)
+    base_static = run_ptxas(baseline_ptx, target)
+    record["baseline"]["resources"] = rec.resources_dict(base_static.resources.get(kernel))
+    if spec is None:
+        record.update(status="not-verifiable", reason="no launch spec (none given, none inferred)")
+        return KernelResult(kernel, record, None)
+    record["spec"] = spec.to_dict() if hasattr(spec, "to_dict") else spec
+    if judge is None:
+        record.update(status="kept-baseline", reason="no backend to judge candidates")
+        return KernelResult(kernel, record, None)
+    record["backend"] = judge.backend
+    record["policy"] = judge.policy
+
+    notes = record["notes"]
+    candidates = rule_candidates(module, kernel, options, notes) + list(extra or [])
+    entries = []
+    by_id: dict[str, Candidate] = {}
+
+    def run(cands):
+        for cand in cands:
+            if time.monotonic() - started > options.budget_s:
+                e = rec.candidate_entry(cand)
+                e.update(fate="skipped-budget", reason=f"per-kernel budget of {options.budget_s:g} s used up")
+                entries.append(e)
+                continue
+            try:
+                e = evaluate(cand, baseline_ptx, spec, judge, target, base_static.resources.get(kernel))
+            except Exception as exc:
+                e = rec.candidate_entry(cand)
+                e.update(fate="error", reason=f"{type(exc).__name__}: {exc}",
+                         traceback=traceback.format_exc(limit=5))
+            entries.append(e)
+            by_id[e["id"]] = cand
+
+    run(candidates)
+    # Greedy combination of the passes whose best single candidate won (or verified, w/o GPU).
+    good_fates = ("faster",) if judge.can_time else ("verified",)
+    best_per_pass: dict[str, tuple[float, Candidate]] = {}
+    for e in entries:
+        if e["fate"] in good_fates and len(e["plan"]) == 1:
+            cand = by_id[e["id"]]
+            score = e.get("speedup") or 1.0
+            name = cand.plan[0].pass_name
+            if name not in best_per_pass or score > best_per_pass[name][0]:
+                best_per_pass[name] = (score, cand)
+    if len(best_per_pass) >= 2:
+        ordered = sorted(best_per_pass.values(), key=lambda sc: -sc[0])
+        plan = [c.plan[0] for _, c in ordered]
+        combo = make_candidate(module, kernel, plan)
+        if combo is not None and combo.hash not in {c.hash for c in by_id.values()}:
+            run([combo])
+
+    record["candidates"] = entries
+    winner = _choose(entries, by_id, judge, options, kernel, record)
+    record["seconds"] = round(time.monotonic() - started, 3)
+    return KernelResult(kernel, record, winner)
+
+
+def _choose(entries, by_id, judge: Judge, options: SearchOptions, kernel: str, record: dict):
+    if judge.can_time:
+        winners = [e for e in entries if e["fate"] == "faster"]
+        if not winners:
+            record.update(status="kept-baseline", reason="no verified candidate was faster beyond noise")
+            return None
+        best = max(winners, key=lambda e: e["speedup"])
+        best["fate"] = "winner"
+        record.update(status="optimized", winner=best["id"], decision="measured",
+                      reason=f"{best['id']}: {best['speedup']:.3f}x, verified")
+        return by_id[best["id"]]
+    verified = [e for e in entries if e["fate"] == "verified"]
+    if options.no_gpu != "estimate" or not verified:
+        record.update(status="kept-baseline",
+                      reason="no GPU: no measured speed; only locked decisions are applied "
+                             "(set NVCC_PLUS_NO_GPU=estimate to choose by a static estimate)"
+                      if verified else "no candidate verified")
+        return None
+    scored = [(static_estimate(by_id[e["id"]].ptx, kernel), e) for e in verified]
+    scored.sort(key=lambda t: t[0])
+    cost, best = scored[0]
+    best["fate"] = "estimate-winner"
+    best["estimated_cost"] = cost
+    record.update(status="optimized", winner=best["id"], decision="estimate",
+                  reason=f"{best['id']}: chosen by a static estimate (no GPU), verified on the emulator")
+    return by_id[best["id"]]
