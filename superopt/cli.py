@@ -208,3 +208,14 @@ def cache_clear():
     from superopt.cache import DecisionCache
     cache = DecisionCache()
     click.echo(f"removed {cache.clear()} decisions from {cache.root}")
+
+
+def _register_report_commands() -> None:
+    """Rendering lives in the `reports` package; the toolbox only exposes its commands."""
+    from reports.cli import compare_command, gate_command, report_command
+    main.add_command(report_command)
+    main.add_command(compare_command)
+    main.add_command(gate_command)
+
+
+_register_report_commands()

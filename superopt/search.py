@@ -175,6 +175,7 @@ def search_kernel(module: ptx_ir.Module, kernel: str, spec, *, target: str, opti
     baseline_ptx = ptx_ir.emit(module)
     base_static = run_ptxas(baseline_ptx, target)
     record["baseline"]["resources"] = rec.resources_dict(base_static.resources.get(kernel))
+    record["baseline"]["ptx"] = ptx_ir.printer.emit_function(fn)
     if spec is None:
         record.update(status="not-verifiable", reason="no launch spec (none given, none inferred)")
         return KernelResult(kernel, record, None)
@@ -230,6 +231,10 @@ def search_kernel(module: ptx_ir.Module, kernel: str, spec, *, target: str, opti
     return KernelResult(kernel, record, winner)
 
 
+def _function_text(candidate: Candidate, kernel: str) -> str:
+    return ptx_ir.printer.emit_function(ptx_ir.parse(candidate.ptx).function(kernel))
+
+
 def _choose(entries, by_id, judge: Judge, options: SearchOptions, kernel: str, record: dict):
     if judge.can_time:
         winners = [e for e in entries if e["fate"] == "faster"]
@@ -238,6 +243,7 @@ def _choose(entries, by_id, judge: Judge, options: SearchOptions, kernel: str, r
             return None
         best = max(winners, key=lambda e: e["speedup"])
         best["fate"] = "winner"
+        best["ptx"] = _function_text(by_id[best["id"]], kernel)
         record.update(status="optimized", winner=best["id"], decision="measured",
                       reason=f"{best['id']}: {best['speedup']:.3f}x, verified")
         return by_id[best["id"]]
@@ -252,6 +258,7 @@ def _choose(entries, by_id, judge: Judge, options: SearchOptions, kernel: str, r
     scored.sort(key=lambda t: t[0])
     cost, best = scored[0]
     best["fate"] = "estimate-winner"
+    best["ptx"] = _function_text(by_id[best["id"]], kernel)
     best["estimated_cost"] = cost
     record.update(status="optimized", winner=best["id"], decision="estimate",
                   reason=f"{best['id']}: chosen by a static estimate (no GPU), verified on the emulator")

@@ -1,0 +1,186 @@
+"""The search, the decision cache, the lockfile and the records, with a scripted judge.
+
+The judge is replaced by one whose verdicts and timings the test chooses, so that what is
+tested is the search's bookkeeping: which candidate wins, what every fate says, that
+cached and locked decisions are reused without judging again.
+"""
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import ptx_ir
+from ptx_ir import Imm, Instruction
+from superopt import passes
+from superopt.candidates import Step, make_candidate
+from superopt.optimize import optimize_module
+from superopt.search import SearchOptions, search_kernel
+from reports import render
+from reports.compare import compare, gate
+from reports.load import validate
+
+DATA = Path(__file__).parent.parent / "ptx_ir" / "data" / "analyses.ptx"
+KERNEL = "_Z7diamondPiPKii"
+
+
+@passes.register(name="test-commute", summary="swap the operands of mul.lo", assumes="mul is commutative",
+                 params={}, source="tests")
+def _commute(fn):
+    out = []
+    for inst in list(fn.instructions):
+        if inst.opcode == "mul" and ".lo" in inst.modifiers:
+            d, a, b = inst.operands
+            fn.replace(inst, inst.with_(operands=(d, b, a)))
+            out.append(passes.Change("commuted mul.lo", inst))
+    return out
+
+
+@passes.register(name="test-break", summary="multiply by 4 instead of 3", assumes="nothing (wrong on purpose)",
+                 params={}, source="tests")
+def _break(fn):
+    for inst in list(fn.instructions):
+        if inst.opcode == "mul" and isinstance(inst.operands[2], Imm) and inst.operands[2].text == "3":
+            fn.replace(inst, inst.with_(operands=(*inst.operands[:2], Imm("4"))))
+            return [passes.Change("x3 -> x4", inst)]
+    return []
+
+
+@passes.register(name="test-nofire", summary="never fires", assumes="-", params={"k": [1, 2]}, source="tests")
+def _nofire(fn, k=1):
+    return []
+
+
+@dataclass
+class Verdict:
+    status: str
+    reason: str
+
+    def to_dict(self):
+        return {"status": self.status, "reason": self.reason, "policy": "exact", "evidence": {"seed": 1, "sets": []}}
+
+
+@dataclass
+class Timing:
+    status: str
+    faster: bool
+    speedup: float
+    reason: str = "scripted"
+
+    def to_dict(self):
+        return {"status": self.status, "faster": self.faster, "speedup": self.speedup,
+                "baseline": {"median": 2e-6, "iqr": 1e-8}, "candidate": {"median": 2e-6 / self.speedup, "iqr": 1e-8}}
+
+
+class ScriptedJudge:
+    backend = "scripted"
+    policy = "exact"
+
+    def __init__(self, can_time=True, speedups=None):
+        self.can_time = can_time
+        self.speedups = speedups or {}
+        self.calls = 0
+
+    def verify(self, base, cand, spec):
+        self.calls += 1
+        if "mul.lo.s32 \t%r6, %r5, 4;" in cand:
+            return Verdict("rejected", "set 0: buffer 'out' element 3 differs (baseline 9, candidate 12)")
+        return Verdict("accepted", "bit-identical on 4 input sets")
+
+    def time(self, base, cand, spec):
+        s = self.speedups.get("commute", 1.0) if "mul.lo.s32 \t%r6, 3, %r5;" in cand else 1.0
+        return Timing("ok", s > 1.01, s)
+
+
+OPTS = SearchOptions(passes=["test-commute", "test-break", "test-nofire"], budget_s=60)
+
+
+def module():
+    return ptx_ir.parse(DATA.read_text())
+
+
+def test_fastest_verified_candidate_wins_and_every_fate_is_recorded():
+    judge = ScriptedJudge(speedups={"commute": 1.25})
+    result = search_kernel(module(), KERNEL, spec={"fake": True}, target="sm_90", options=OPTS, judge=judge)
+    rec = result.record
+    fates = {c["id"]: c["fate"] for c in rec["candidates"]}
+    assert fates == {"test-commute": "winner", "test-break": "rejected-check"}
+    assert rec["status"] == "optimized" and rec["winner"] == "test-commute"
+    assert result.winner.plan == [Step("test-commute", {})]
+    broken = next(c for c in rec["candidates"] if c["id"] == "test-break")
+    assert "element 3 differs" in broken["reason"]
+    assert rec["baseline"]["resources"]["registers"] > 0
+    assert "mul.lo.s32 \t%r6, 3, %r5;" in next(c for c in rec["candidates"] if c["fate"] == "winner")["ptx"]
+
+
+def test_not_faster_keeps_baseline():
+    result = search_kernel(module(), KERNEL, spec={"fake": True}, target="sm_90", options=OPTS,
+                           judge=ScriptedJudge(speedups={"commute": 1.0}))
+    assert result.winner is None and result.record["status"] == "kept-baseline"
+    assert {c["fate"] for c in result.record["candidates"]} == {"not-faster", "rejected-check"}
+
+
+def test_no_spec_is_not_verifiable():
+    result = search_kernel(module(), KERNEL, None, target="sm_90", options=OPTS, judge=ScriptedJudge())
+    assert result.record["status"] == "not-verifiable" and result.winner is None
+
+
+def test_no_gpu_applies_nothing_by_default_and_estimates_only_on_request():
+    judge = ScriptedJudge(can_time=False)
+    kept = search_kernel(module(), KERNEL, {"x": 1}, target="sm_90", options=OPTS, judge=judge)
+    assert kept.winner is None and "no GPU" in kept.record["reason"]
+    est = search_kernel(module(), KERNEL, {"x": 1}, target="sm_90",
+                        options=SearchOptions(passes=OPTS.passes, no_gpu="estimate"), judge=judge)
+    assert est.record["decision"] == "estimate" and est.winner is not None
+
+
+def test_budget_exhaustion_is_recorded():
+    opts = SearchOptions(passes=OPTS.passes, budget_s=0.0)
+    result = search_kernel(module(), KERNEL, {"x": 1}, target="sm_90", options=opts, judge=ScriptedJudge())
+    assert {c["fate"] for c in result.record["candidates"]} == {"skipped-budget"}
+
+
+def test_module_cache_and_lockfile(tmp_path, monkeypatch):
+    monkeypatch.setenv("NVCC_PLUS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("NVCC_PLUS_LOCKFILE", str(tmp_path / "nvcc-plus.lock"))
+    monkeypatch.setenv("NVCC_PLUS_LOCK", "write")
+    text = DATA.read_text()
+    cfg = {"passes": OPTS.passes}
+    judge = ScriptedJudge(speedups={"commute": 1.3})
+    first = optimize_module(text, config=cfg, kernels=[KERNEL], judge=judge, spec_for=lambda m, k: ({"x": 1}, "test"))
+    assert first.changed and judge.calls == 2
+    assert "mul.lo.s32 \t%r6, 3, %r5;" in first.ptx
+    validate(first.records)
+    # Rebuild: the cached decision applies without judging anything.
+    again = optimize_module(text, config=cfg, kernels=[KERNEL], judge=judge, spec_for=lambda m, k: ({"x": 1}, "test"))
+    assert judge.calls == 2 and again.ptx == first.ptx
+    assert again.records["kernels"][0]["status"] in ("locked", "cached")
+    # A machine without cache and without GPU reproduces the same binary from the lockfile.
+    monkeypatch.setenv("NVCC_PLUS_CACHE_DIR", str(tmp_path / "other-cache"))
+    monkeypatch.delenv("NVCC_PLUS_LOCK")
+    no_gpu = ScriptedJudge(can_time=False)
+    locked = optimize_module(text, config=cfg, kernels=[KERNEL], judge=no_gpu, spec_for=lambda m, k: ({"x": 1}, "test"))
+    assert no_gpu.calls == 0 and locked.ptx == first.ptx
+    assert locked.records["kernels"][0]["status"] == "locked"
+
+
+def test_reports_render_and_gate():
+    judge = ScriptedJudge(speedups={"commute": 1.25})
+    res = search_kernel(module(), KERNEL, {"x": 1}, target="sm_90", options=OPTS, judge=judge)
+    record = {"schema": "nvcc-plus/record", "schema_version": 1, "source": "a.cu", "target": "sm_90",
+              "kernels": [res.record]}
+    md = render.markdown([record])
+    assert "| `diamond(int*, int const*, int)` | sm_90 | optimized | test-commute | 1.25×" in md
+    assert "```diff" in md and "+\tmul.lo.s32 \t%r6, 3, %r5;" in md
+    page = render.html_report([record])
+    assert "<svg" in page and "test-commute" in page and "diff_chg" in page
+    slower = ScriptedJudge(speedups={"commute": 1.0})
+    res2 = search_kernel(module(), KERNEL, {"x": 1}, target="sm_90", options=OPTS, judge=slower)
+    record2 = {**record, "kernels": [res2.record]}
+    problems = gate(compare([record], [record2]), 0.02)
+    assert problems == [f"{KERNEL}: speedup fell from 1.250x to 1.000x",
+                        f"{KERNEL}: was optimized, now kept-baseline"]
+    assert gate(compare([record], [record]), 0.02) == []
+
+
+def test_make_candidate_returns_none_when_a_step_does_not_fire():
+    assert make_candidate(module(), KERNEL, [Step("test-nofire", {"k": 1})]) is None
