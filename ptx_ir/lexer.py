@@ -56,30 +56,58 @@ class SourceMap:
 
 
 def tokenize(text: str, source: SourceMap | None = None) -> list[Token]:
-    tokens: list[Token] = []
-    append = tokens.append
+    """All tokens, ``NL`` included (see :func:`scan` for the parser's faster form)."""
+    toks, newline_before, lines = scan(text, source)
+    out: list[Token] = []
+    line = 1
+    for tok, nl, ln in zip(toks, newline_before, lines):
+        if nl and ln > line:
+            out.append(("NL", "\n" * (ln - line), tok[2]))
+        line = ln
+        out.append(tok)
+    return out
+
+
+def scan(text: str, source: SourceMap | None = None):
+    """Tokens without whitespace, comments or newlines, plus for each token whether a line
+    ended before it and its line number. The EOF token closes the list."""
+    toks: list[Token] = []
+    newline_before: list[bool] = []
+    lines: list[int] = []
+    append, nl_append, line_append = toks.append, newline_before.append, lines.append
+    pending = True
+    line = 1
     pos = 0
-    n = len(text)
-    match = _TOKEN_RE.match
-    while pos < n:
-        m = match(text, pos)
-        if m is None:
-            src = source or SourceMap(text)
-            if text.startswith("/*", pos):
-                raise src.error("unterminated block comment", pos, "/*")
-            if text[pos] == '"':
-                raise src.error("unterminated string literal", pos, text[pos:pos + 20].split("\n")[0])
-            raise src.error("unexpected character", pos, text[pos])
-        kind = m.lastgroup
-        if kind == "OPENCOMMENT":
-            raise (source or SourceMap(text)).error("unterminated block comment", pos, "/*")
-        if kind == "WS" or kind == "LCOMMENT":
-            pass
-        elif kind == "BCOMMENT":
-            if "\n" in m.group():
-                append(("NL", "\n", pos))
-        else:
-            append((kind, m.group(), pos))
+    for m in _TOKEN_RE.finditer(text):
+        start = m.start()
+        if start != pos:
+            break                       # an unmatched character sits at pos
         pos = m.end()
-    append(("EOF", "", n))
-    return tokens
+        kind = m.lastgroup
+        if kind == "WS" or kind == "LCOMMENT":
+            continue
+        if kind == "NL":
+            pending = True
+            line += 1
+            continue
+        if kind == "BCOMMENT":
+            k = m.group().count("\n")
+            if k:
+                pending = True
+                line += k
+            continue
+        if kind == "OPENCOMMENT":
+            raise (source or SourceMap(text)).error("unterminated block comment", start, "/*")
+        append((kind, m.group(), start))
+        nl_append(pending)
+        line_append(line)
+        pending = False
+    if pos != len(text):
+        src = source or SourceMap(text)
+        if text[pos] == '"':
+            raise src.error("unterminated string literal", pos, text[pos:pos + 20].split("\n")[0])
+        raise src.error("unexpected character", pos, text[pos])
+    append(("EOF", "", len(text)))
+    nl_append(True)
+    line_append(line)
+    return toks, newline_before, lines

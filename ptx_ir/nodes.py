@@ -260,7 +260,7 @@ VECTOR_WIDTHS = {".v2": 2, ".v4": 4, ".v8": 8}
 class Instruction:
     """One PTX instruction: ``[guard] opcode.modifiers operands;``."""
 
-    __slots__ = ("opcode", "modifiers", "operands", "guard", "__weakref__")
+    __slots__ = ("opcode", "modifiers", "operands", "guard", "line", "__weakref__")
 
     def __init__(self, opcode: str, modifiers: tuple[str, ...] | list[str] = (),
                  operands: tuple[Operand, ...] | list[Operand] = (), guard: Guard | None = None):
@@ -268,6 +268,7 @@ class Instruction:
         self.modifiers = tuple(modifiers)
         self.operands = tuple(operands)
         self.guard = guard
+        self.line: int | None = None   # source line, when parsed
 
     @property
     def name(self) -> str:
@@ -302,7 +303,9 @@ class Instruction:
         return modifier in self.modifiers
 
     def copy(self) -> "Instruction":
-        return Instruction(self.opcode, self.modifiers, self.operands, self.guard)
+        new = Instruction(self.opcode, self.modifiers, self.operands, self.guard)
+        new.line = self.line
+        return new
 
     def with_(self, **changes) -> "Instruction":
         """A new instruction with some fields replaced (``operands=..., modifiers=...``)."""
@@ -320,16 +323,17 @@ class Instruction:
 @dataclass(eq=False)
 class Label:
     name: str
+    line: int | None = field(default=None, compare=False)
 
 
 @dataclass(eq=False)
 class ScopeOpen:
-    pass
+    line: int | None = field(default=None, compare=False)
 
 
 @dataclass(eq=False)
 class ScopeClose:
-    pass
+    line: int | None = field(default=None, compare=False)
 
 
 @dataclass(eq=False)
@@ -345,6 +349,7 @@ class Directive:
     name: str
     args: list = field(default_factory=list)
     terminated: bool = True
+    line: int | None = field(default=None, compare=False)
 
 
 @dataclass(eq=False)
@@ -368,6 +373,7 @@ class VarDecl:
     dims: tuple[int | None, ...] = ()       # x[4][2]; None for []
     range: int | None = None                # %r<10>
     init: Operand | None = None
+    line: int | None = field(default=None, compare=False)
 
     @property
     def element_size(self) -> int:
@@ -396,6 +402,7 @@ class Section:
 
     name: str
     entries: list = field(default_factory=list)   # Label | DataLine
+    line: int | None = field(default=None, compare=False)
 
 
 @dataclass(eq=False)
@@ -444,6 +451,7 @@ class Function:
         self.has_param_list = has_param_list
         self.directives = directives or []    # .maxntid, .reqntid, .noreturn, .pragma ...
         self.body = body
+        self.line: int | None = None          # source line of the header, when parsed
         self._cache: dict = {}
 
     # -- identity
@@ -585,7 +593,8 @@ class Function:
                 decl.range += 1
                 self.invalidate()
                 return reg
-        prefix = "%np" + type_name.strip(".").replace("x2", "v")
+        # ptxas rejects a parameterized name that ends in a digit (%npb32<4>): end in "_"
+        prefix = "%np" + type_name.strip(".").replace("x2", "v") + "_"
         taken = {n for d in self.reg_decls for n in ([d.name] if d.range is None else [d.name])}
         while prefix in taken:
             prefix += "_"
@@ -643,6 +652,7 @@ class Function:
                        has_param_list=self.has_param_list,
                        directives=copy.deepcopy(self.directives),
                        body=None if self.body is None else [_copy_statement(s) for s in self.body])
+        new.line = self.line
         return new
 
 

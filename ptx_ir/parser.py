@@ -7,7 +7,7 @@ callers only ever need to catch ``ParseError``.
 from __future__ import annotations
 
 from ptx_ir.errors import ParseError
-from ptx_ir.lexer import SourceMap, tokenize
+from ptx_ir.lexer import SourceMap, scan
 from ptx_ir.nodes import (
     Addr, BinExpr, Brace, CallExpr, DataLine, Directive, Function, Guard, Imm, Instruction,
     Label, Module, Neg, Pair, Paren, Reg, STATE_SPACES, ScopeClose, ScopeOpen, Section, Sink,
@@ -32,20 +32,10 @@ class Parser:
     def __init__(self, text: str):
         self.text = text
         self._src: SourceMap | None = None
-        toks = []
-        newline_before = []
-        pending = True
-        for tok in tokenize(text):
-            if tok[0] == "NL":
-                pending = True
-                continue
-            toks.append(tok)
-            newline_before.append(pending)
-            pending = False
-        self.toks = toks
-        self.nl = newline_before
+        self.toks, self.nl, self.lines = scan(text)   # lines: for emit(keep_lines=True)
         self.i = 0
         self.reg_names: set[str] = set()
+        self.interned: dict[str, Reg] = {}    # operands are immutable: share equal registers
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -128,6 +118,8 @@ class Parser:
         module = Module(header=[])
         while self.peek()[0] != "EOF":
             tok = self.peek()
+            start = self.i
+            count = len(module.items)
             if tok[0] != "DOTWORD":
                 raise self.error("expected a directive at module level")
             word = tok[1]
@@ -156,6 +148,8 @@ class Parser:
                 module.items.append(Directive(word, self.raw_until_semicolon()))
             else:
                 module.items.append(self.parse_declaration())
+            for item in module.items[count:]:
+                item.line = self.lines[start]
         if not module.version:
             tok = self.toks[0]
             raise self.src.error("missing .version directive", tok[2], tok[1])
@@ -382,7 +376,14 @@ class Parser:
         body: list = []
         append = body.append
         depth = 0
+        lines = self.lines
+        stamped = 0
+        line = lines[self.i]
         while True:
+            for stmt in body[stamped:]:
+                stmt.line = line
+            stamped = len(body)
+            line = lines[self.i]
             tok = self.peek()
             kind, text = tok[0], tok[1]
             if kind == "PUNCT":
@@ -443,12 +444,38 @@ class Parser:
             modifiers.append(toks[self.i][1])
             self.i += 1
         operands = []
-        if not self.accept(";"):
-            operands.append(self.parse_operand())
-            while self.accept(","):
+        interned = self.interned
+        tok = toks[self.i]
+        if tok[1] == ";" and tok[0] == "PUNCT":
+            self.i += 1
+            return Instruction(opcode, modifiers, operands, guard)
+        while True:
+            # Fast path: a plain register or number followed by ',' or ';'.
+            tok = toks[self.i]
+            nxt = toks[self.i + 1] if self.i + 1 < len(toks) else tok
+            if nxt[0] == "PUNCT" and (nxt[1] == "," or nxt[1] == ";"):
+                kind, text = tok[0], tok[1]
+                if kind == "IDENT" and text[0] == "%":
+                    reg = interned.get(text)
+                    if reg is None:
+                        reg = interned[text] = Reg(text)
+                    operands.append(reg)
+                    self.i += 1
+                elif kind == "NUMBER" or kind == "FLOAT":
+                    operands.append(Imm(text))
+                    self.i += 1
+                else:
+                    operands.append(self.parse_operand())
+            else:
                 operands.append(self.parse_operand())
-            self.expect(";", "',' or ';' after an operand")
-        return Instruction(opcode, modifiers, operands, guard)
+            tok = toks[self.i]
+            if tok[0] == "PUNCT" and tok[1] == ",":
+                self.i += 1
+                continue
+            if tok[0] == "PUNCT" and tok[1] == ";":
+                self.i += 1
+                return Instruction(opcode, modifiers, operands, guard)
+            raise self.error("expected ',' or ';' after an operand")
 
     def parse_operand(self):
         op = self.parse_simple_operand()

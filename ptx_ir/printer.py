@@ -13,27 +13,43 @@ from ptx_ir.nodes import (
 from ptx_ir.parser import join_tokens
 
 
-def emit(module: Module) -> str:
-    out: list[str] = []
+def emit(module: Module, *, keep_lines: bool = False) -> str:
+    """Canonical PTX text of ``module``.
+
+    ``keep_lines=True`` pads with empty lines so that every parsed statement stays on its
+    original source line wherever the text before it did not grow. ptxas names some
+    symbols after PTX line numbers (function-scoped ``.shared`` variables in relocatable
+    cubins), so this is what makes a ``-rdc`` build byte-identical after a round trip.
+    """
+    lines: list[tuple[str, int | None]] = []
     for word in module.header or [".version", ".target", ".address_size"]:
         if word == ".version" and module.version:
-            out.append(f".version {module.version}")
+            lines.append((f".version {module.version}", None))
         elif word == ".target" and module.target:
-            out.append(f".target {', '.join(module.target)}")
+            lines.append((f".target {', '.join(module.target)}", None))
         elif word == ".address_size" and module.address_size is not None:
-            out.append(f".address_size {module.address_size}")
-    out.append("")
+            lines.append((f".address_size {module.address_size}", None))
+    lines.append(("", None))
     for item in module.items:
+        line = getattr(item, "line", None)
         if isinstance(item, Function):
-            out.append(emit_function(item))
+            lines.extend(_function_lines(item))
         elif isinstance(item, VarDecl):
-            out.append(emit_decl(item) + ";")
+            lines.append((emit_decl(item) + ";", line))
         elif isinstance(item, Directive):
-            out.append("\t" + emit_directive(item))
+            lines.append(("\t" + emit_directive(item), line))
         elif isinstance(item, Section):
-            out.append(emit_section(item))
+            text = emit_section(item).split("\n")
+            lines.extend([(text[0], line)] + [(t, None) for t in text[1:]])
         else:  # pragma: no cover - the parser makes nothing else
             raise TypeError(f"cannot print module item {item!r}")
+    if not keep_lines:
+        return "\n".join(t for t, _ in lines) + "\n"
+    out: list[str] = []
+    for text, line in lines:
+        if line is not None and line > len(out) + 1:
+            out.extend([""] * (line - len(out) - 1))
+        out.append(text)
     return "\n".join(out) + "\n"
 
 
@@ -104,23 +120,29 @@ def _param_block(params: list[VarDecl]) -> str:
     return "(\n" + ",\n".join("\t" + emit_decl(p) for p in params) + "\n)"
 
 
-def emit_function(fn: Function) -> str:
+def _function_lines(fn: Function) -> list[tuple[str, int | None]]:
     head = " ".join([*fn.linkage, fn.kind])
     if fn.returns is not None:
         head += " (" + ", ".join(emit_decl(p) for p in fn.returns) + ")"
     head += " " + fn.name
     if fn.has_param_list:
         head += _param_block(fn.params)
-    lines = [head]
+    head_lines = head.split("\n")
+    lines = [(head_lines[0], fn.line)] + [(t, None) for t in head_lines[1:]]
     for d in fn.directives:
-        lines.append(emit_directive(d))
+        lines.append((emit_directive(d), None))
     if fn.body is None:
-        lines.append(";")
-        return "\n".join(lines)
-    lines.append("{")
-    lines.extend(emit_statement(s) for s in fn.body)
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+        lines.append((";", None))
+        return lines
+    lines.append(("{", None))
+    lines.extend((emit_statement(s), s.line) for s in fn.body)
+    lines.append(("}", None))
+    lines.append(("", None))
+    return lines
+
+
+def emit_function(fn: Function) -> str:
+    return "\n".join(t for t, _ in _function_lines(fn)).rstrip("\n") + "\n"
 
 
 def emit_section(section: Section) -> str:

@@ -38,7 +38,8 @@ def optimize_ptx(ptx: str, *, mode: str = "optimize", source: str | None = None,
     import ptx_ir
 
     if mode == "roundtrip":
-        return OptimizeOutcome(ptx=ptx_ir.emit(ptx_ir.parse(ptx)), changed=False)
+        # keep_lines: ptxas names some symbols of relocatable cubins after PTX line numbers.
+        return OptimizeOutcome(ptx=ptx_ir.emit(ptx_ir.parse(ptx), keep_lines=True), changed=False)
     from superopt.optimize import optimize_module
 
     result = optimize_module(ptx, target=target, source=source, config=config)

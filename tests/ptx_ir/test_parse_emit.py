@@ -148,3 +148,14 @@ def test_immediates_keep_their_spelling_and_value():
     assert [str(o) for o in ops] == ["0f3F800000", "-0x10", "017"]
     assert [o.value for o in ops] == [0x3F800000, -16, 15]
     assert ops[0].is_float and not ops[1].is_float
+
+
+def test_keep_lines_puts_statements_back_on_their_lines():
+    text = HEADER + "// a comment\n\n/* two\nlines */\n.visible .entry k()\n{\n\t.reg .b32 %r<2>;\n\n\n\tmov.u32 %r1, 1;\n\tret;\n}\n"
+    printed = ptx_ir.emit(ptx_ir.parse(text), keep_lines=True)
+    lines = printed.split("\n")
+    original = text.split("\n")
+    for needle in (".visible .entry k()", ".reg .b32", "mov.u32", "ret;"):
+        assert next(i for i, l in enumerate(lines) if needle in l) == \
+            next(i for i, l in enumerate(original) if needle in l), needle
+    assert ptx_ir.emit(ptx_ir.parse(printed), keep_lines=True) == printed
