@@ -1,0 +1,517 @@
+"""The GPU runner's child process: ``python -m superopt.backends._gpu_worker``.
+
+Speaks length-prefixed pickle frames (superopt.backends._proto) on stdin/stdout; anything
+else printed goes to stderr. It owns the CUDA context, so a hanging kernel or a sticky
+CUDA error (illegal address, trap, ...) ends only this process: after such an error it
+answers, then exits, and the parent starts a fresh one.
+
+Requests (dicts with "op"):
+  run:  load the PTX once, launch the kernel for each set (fresh allocations, guards,
+        initial contents given as raw bytes), return the raw final bytes of each buffer.
+  time: event-timed, interleaved launches of two modules (A B / B A ...), L2 flushed
+        before each launch by reading a buffer twice the L2 size.
+  peak: device-to-device copy bandwidth (bytes read + written per second), measured once.
+  exit.
+Everything here deals in bytes; types and judging live in the parent.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import numpy as np
+
+from superopt.backends import _proto
+
+G_SUCCESS = 0
+G_NOT_READY = 600
+
+# Our own helper kernels: shared-memory scrubber and L2 flusher (hand-written PTX, old
+# ISA so that any driver takes it).
+UTIL_PTX = r"""
+.version 7.0
+.target sm_70
+.address_size 64
+
+.extern .shared .align 16 .b8 superopt_scrub_buf[];
+
+.visible .entry superopt_scrub_smem(
+    .param .u32 seed,
+    .param .u32 nwords
+)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<12>;
+    ld.param.u32 %r1, [seed];
+    ld.param.u32 %r2, [nwords];
+    mov.u32 %r3, %tid.x;
+    mov.u32 %r4, %ntid.x;
+    mov.u32 %r5, %ctaid.x;
+    mad.lo.u32 %r1, %r5, -1640531527, %r1;
+    mov.u32 %r6, superopt_scrub_buf;
+LOOP:
+    setp.ge.u32 %p1, %r3, %r2;
+    @%p1 bra DONE;
+    xor.b32 %r7, %r3, %r1;
+    mul.lo.u32 %r7, %r7, -2048144789;
+    shr.u32 %r8, %r7, 13;
+    xor.b32 %r7, %r7, %r8;
+    mul.lo.u32 %r7, %r7, -1028477387;
+    shl.b32 %r9, %r3, 2;
+    add.u32 %r10, %r6, %r9;
+    st.volatile.shared.u32 [%r10], %r7;
+    add.u32 %r3, %r3, %r4;
+    bra LOOP;
+DONE:
+    ret;
+}
+
+.visible .entry superopt_flush_l2(
+    .param .u64 buf,
+    .param .u64 nvec,
+    .param .u64 sink
+)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<12>;
+    .reg .b64 %rd<12>;
+    ld.param.u64 %rd1, [buf];
+    ld.param.u64 %rd2, [nvec];
+    ld.param.u64 %rd3, [sink];
+    cvta.to.global.u64 %rd1, %rd1;
+    cvta.to.global.u64 %rd3, %rd3;
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, %ntid.x;
+    mov.u32 %r3, %ctaid.x;
+    mov.u32 %r4, %nctaid.x;
+    mul.wide.u32 %rd4, %r3, %r2;
+    cvt.u64.u32 %rd5, %r1;
+    add.u64 %rd4, %rd4, %rd5;
+    mul.wide.u32 %rd6, %r4, %r2;
+    mov.u32 %r5, 0;
+FLOOP:
+    setp.ge.u64 %p1, %rd4, %rd2;
+    @%p1 bra FDONE;
+    shl.b64 %rd7, %rd4, 4;
+    add.u64 %rd8, %rd1, %rd7;
+    ld.global.cg.v4.u32 {%r6, %r7, %r8, %r9}, [%rd8];
+    xor.b32 %r5, %r5, %r6;
+    xor.b32 %r5, %r5, %r7;
+    xor.b32 %r5, %r5, %r8;
+    xor.b32 %r5, %r5, %r9;
+    add.u64 %rd4, %rd4, %rd6;
+    bra FLOOP;
+FDONE:
+    setp.ne.u32 %p1, %r5, 1234567891;
+    @%p1 bra END;
+    st.global.u32 [%rd3], %r5;
+END:
+    ret;
+}
+"""
+
+
+class CudaError(Exception):
+    def __init__(self, code: int, what: str, name: str):
+        super().__init__(f"{what}: {name}")
+        self.code = code
+        self.what = what
+        self.name = name
+
+
+# Errors after which the context is unusable (sticky) or the state is unknown.
+STICKY = {700, 701, 702, 714, 715, 716, 717, 718, 719, 710, 999}
+
+
+class Worker:
+    def __init__(self, ordinal: int):
+        from cuda.bindings import driver as cu
+        self.cu = cu
+        self._chk(cu.cuInit(0), "cuInit")
+        n = self._chk(cu.cuDeviceGetCount(), "cuDeviceGetCount")
+        if n < 1:
+            raise RuntimeError("no CUDA device")
+        if ordinal >= n:
+            raise RuntimeError(f"device {ordinal} requested, {n} present")
+        self.dev = self._chk(cu.cuDeviceGet(ordinal), "cuDeviceGet")
+        self.ctx = self._chk(cu.cuDevicePrimaryCtxRetain(self.dev), "cuDevicePrimaryCtxRetain")
+        self._chk(cu.cuCtxSetCurrent(self.ctx), "cuCtxSetCurrent")
+        self.stream = self._chk(cu.cuStreamCreate(0), "cuStreamCreate")
+        A = cu.CUdevice_attribute
+        att = lambda a: int(self._chk(cu.cuDeviceGetAttribute(a, self.dev), "cuDeviceGetAttribute"))  # noqa: E731
+        name = self._chk(cu.cuDeviceGetName(256, self.dev), "cuDeviceGetName")
+        self.info = {
+            "name": bytes(name).split(b"\0")[0].decode(errors="replace"),
+            "ordinal": ordinal,
+            "cc": (att(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR), att(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)),
+            "sm_count": att(A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
+            "l2_bytes": att(A.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE),
+            "smem_optin": att(A.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
+            "total_mem": int(self._chk(cu.cuDeviceTotalMem(self.dev), "cuDeviceTotalMem")),
+            "driver_version": int(self._chk(cu.cuDriverGetVersion(), "cuDriverGetVersion")),
+            "pid": os.getpid(),
+        }
+        try:
+            import cuda.bindings
+            self.info["cuda_bindings"] = getattr(cuda.bindings, "__version__", "?")
+        except Exception:  # noqa: BLE001
+            pass
+        self.util_mod = None
+        self.scrub_fn = None
+        self.flush_fn = None
+        self.flush_buf = None
+        self.sink = None
+        self.peak = None
+        self.rng = np.random.default_rng(int.from_bytes(os.urandom(8), "little"))
+
+    # ------------------------------------------------------------------ helpers
+    def _err_name(self, err) -> str:
+        try:
+            r = self.cu.cuGetErrorName(err)
+            return r[1].decode() if r[0] == 0 else str(err)
+        except Exception:  # noqa: BLE001
+            return str(err)
+
+    def _chk(self, res, what: str):
+        err = res[0]
+        if int(err) != G_SUCCESS:
+            raise CudaError(int(err), what, self._err_name(err))
+        if len(res) == 1:
+            return None
+        return res[1] if len(res) == 2 else res[1:]
+
+    def load(self, ptx: str):
+        """Load PTX with the JIT's error/info log captured. Returns (module, log)."""
+        cu = self.cu
+        O = cu.CUjit_option
+        size = 1 << 16
+        err_buf = bytearray(size)
+        info_buf = bytearray(size)
+        opts = [O.CU_JIT_ERROR_LOG_BUFFER, O.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                O.CU_JIT_INFO_LOG_BUFFER, O.CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES]
+        vals = [err_buf, size, info_buf, size]
+        data = ptx.encode() + b"\0"
+        res = cu.cuModuleLoadDataEx(data, len(opts), opts, vals)
+        log = (bytes(err_buf).split(b"\0")[0] + b"\n" + bytes(info_buf).split(b"\0")[0]).decode(errors="replace").strip()
+        if int(res[0]) != G_SUCCESS:
+            raise CudaError(int(res[0]), "cuModuleLoadDataEx", self._err_name(res[0]) + (f"\n{log}" if log else ""))
+        return res[1], log
+
+    def function(self, mod, name: str):
+        return self._chk(self.cu.cuModuleGetFunction(mod, name.encode()), f"cuModuleGetFunction({name})")
+
+    def _ensure_util(self):
+        if self.util_mod is not None:
+            return
+        cu = self.cu
+        self.util_mod, _ = self.load(UTIL_PTX)
+        self.scrub_fn = self.function(self.util_mod, "superopt_scrub_smem")
+        self.flush_fn = self.function(self.util_mod, "superopt_flush_l2")
+        self._chk(cu.cuFuncSetAttribute(self.scrub_fn,
+                                        cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                        self.info["smem_optin"]), "cuFuncSetAttribute(scrub)")
+
+    def _launch(self, fn, grid, block, shared, args: list[np.ndarray]):
+        ptrs = np.array([a.ctypes.data for a in args], dtype=np.uint64)
+        self._chk(self.cu.cuLaunchKernel(fn, *grid, *block, shared, self.stream,
+                                         ptrs.ctypes.data if len(args) else 0, 0), "cuLaunchKernel")
+        return ptrs
+
+    def scrub_shared(self):
+        """Fill every SM's shared memory with random words so uninitialised reads differ."""
+        self._ensure_util()
+        nbytes = self.info["smem_optin"]
+        args = [np.array([int(self.rng.integers(0, 1 << 32))], np.uint32), np.array([nbytes // 4], np.uint32)]
+        self._launch(self.scrub_fn, (2 * self.info["sm_count"], 1, 1), (1024, 1, 1), nbytes, args)
+
+    def flush_l2(self):
+        self._ensure_util()
+        if self.flush_buf is None:
+            nbytes = max(2 * self.info["l2_bytes"], 64 << 20)
+            self.flush_buf = (self._chk(self.cu.cuMemAlloc(nbytes), "cuMemAlloc(flush)"), nbytes)
+            self._chk(self.cu.cuMemsetD8(self.flush_buf[0], 0x5A, nbytes), "cuMemsetD8(flush)")
+            self.sink = self._chk(self.cu.cuMemAlloc(256), "cuMemAlloc(sink)")
+        buf, nbytes = self.flush_buf
+        args = [np.array([int(buf)], np.uint64), np.array([nbytes // 16], np.uint64), np.array([int(self.sink)], np.uint64)]
+        self._launch(self.flush_fn, (4 * self.info["sm_count"], 1, 1), (512, 1, 1), 0, args)
+
+    def _alloc_set(self, s: dict, blobs: list):
+        """Allocate and fill every buffer of a set: [front guard][data][back guard].
+
+        Returns (param storage arrays, allocations as (dptr, data bytes, blob index, guard))."""
+        cu = self.cu
+        g = int(s["guard"])
+        allocs = []
+        args = []
+        try:
+            for item in s["params"]:
+                if item[0] == "s":
+                    args.append(np.frombuffer(item[1], np.uint8).copy())
+                    continue
+                _, idx, front, back = item
+                data = blobs[idx]
+                n = data.nbytes
+                d = self._chk(cu.cuMemAlloc(n + 2 * g), "cuMemAlloc")
+                allocs.append((d, n, idx, g))
+                base = int(d)
+                fr = np.frombuffer(front, np.uint8)
+                bk = np.frombuffer(back, np.uint8)
+                self._chk(cu.cuMemcpyHtoD(cu.CUdeviceptr(base), fr.ctypes.data, g), "cuMemcpyHtoD")
+                if n:
+                    self._chk(cu.cuMemcpyHtoD(cu.CUdeviceptr(base + g), data.ctypes.data, n), "cuMemcpyHtoD")
+                self._chk(cu.cuMemcpyHtoD(cu.CUdeviceptr(base + g + n), bk.ctypes.data, g), "cuMemcpyHtoD")
+                args.append(np.array([base + g], np.uint64))
+        except BaseException:
+            self._free(allocs)
+            raise
+        return args, allocs
+
+    def _read_set(self, s: dict, blobs: list, allocs) -> list:
+        """Per buffer (data or None when unchanged, front guard bytes, back guard bytes)."""
+        g = int(s["guard"])
+        out = []
+        for d, n, idx, _ in allocs:
+            raw = np.empty(n + 2 * g, np.uint8)
+            self._chk(self.cu.cuMemcpyDtoH(raw.ctypes.data, d, n + 2 * g), "cuMemcpyDtoH")
+            data = raw[g:g + n]
+            same = np.array_equal(data, blobs[idx])
+            out.append((None if same else data, raw[:g].tobytes(), raw[g + n:].tobytes()))
+        return out
+
+    def _free(self, allocs, scrub: bool = True):
+        for d, n, _, g in allocs:
+            try:
+                if scrub:
+                    self.cu.cuMemsetD8(d, int(self.rng.integers(0, 256)), n + 2 * g)
+                self.cu.cuMemFree(d)
+            except Exception:  # noqa: BLE001
+                pass
+
+    def _wait(self, ev, timeout: float):
+        """Poll an event until done; 'ok' | 'timeout' | CudaError raised."""
+        cu = self.cu
+        t0 = time.perf_counter()
+        pause = 1e-5
+        while True:
+            err = int(cu.cuEventQuery(ev)[0])
+            if err == G_SUCCESS:
+                return "ok"
+            if err != G_NOT_READY:
+                raise CudaError(err, "kernel", self._err_name(err))
+            if time.perf_counter() - t0 > timeout:
+                return "timeout"
+            time.sleep(pause)
+            pause = min(pause * 2, 2e-3)
+
+    # ------------------------------------------------------------------ ops
+    def op_run(self, req: dict) -> dict:
+        cu = self.cu
+        sets = req["sets"]
+        blobs = _proto.read_blobs(req["blobs"])
+        results = [{"status": "not_run", "error": None, "elapsed": None, "buffers": None} for _ in sets]
+        try:
+            mod, log = self.load(req["ptx"])
+        except CudaError as e:
+            for r in results:
+                r.update(status="launch_error", error=str(e))
+            return {"results": results, "log": str(e), "fatal": e.code in STICKY}
+        fatal = False
+        ev0 = ev1 = None
+        try:
+            try:
+                fn = self.function(mod, req["kernel"])
+                if req.get("max_shared"):
+                    self._chk(cu.cuFuncSetAttribute(fn, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                    int(req["max_shared"])), "cuFuncSetAttribute")
+            except CudaError as e:
+                for r in results:
+                    r.update(status="launch_error", error=str(e))
+                return {"results": results, "log": log, "fatal": False}
+            ev0 = self._chk(cu.cuEventCreate(0), "cuEventCreate")
+            ev1 = self._chk(cu.cuEventCreate(0), "cuEventCreate")
+            for s, r in zip(sets, results):
+                allocs = []
+                try:
+                    args, allocs = self._alloc_set(s, blobs)
+                    if req.get("scrub_shared", True):
+                        self.scrub_shared()
+                    self._chk(cu.cuEventRecord(ev0, self.stream), "cuEventRecord")
+                    try:
+                        self._launch(fn, s["grid"], s["block"], s["shared"], args)
+                    except CudaError as e:
+                        r.update(status="launch_error", error=str(e))
+                        if e.code in STICKY:
+                            fatal = True
+                            break
+                        continue
+                    self._chk(cu.cuEventRecord(ev1, self.stream), "cuEventRecord")
+                    st = self._wait(ev1, float(req["timeout"]))
+                    if st == "timeout":
+                        r.update(status="timeout", error=f"no completion within {req['timeout']:.3g} s")
+                        fatal = True
+                        break
+                    r["elapsed"] = self._chk(cu.cuEventElapsedTime(ev0, ev1), "cuEventElapsedTime") / 1e3
+                    r.update(status="ok", buffers=self._read_set(s, blobs, allocs))
+                except CudaError as e:
+                    if e.code in STICKY or e.what == "kernel":
+                        r.update(status="crash", error=str(e))
+                        fatal = True
+                        break
+                    r.update(status="launch_error", error=str(e))
+                finally:
+                    if not fatal:
+                        self._free(allocs)
+        finally:
+            if not fatal:
+                for e in (ev0, ev1):
+                    if e is not None:
+                        cu.cuEventDestroy(e)
+                try:
+                    cu.cuModuleUnload(mod)
+                except Exception:  # noqa: BLE001
+                    pass
+        out_file = req.get("out_file")
+        if out_file:
+            # changed buffers go to a shared-memory file instead of the pipe
+            off = 0
+            with open(out_file, "wb") as f:
+                for r in results:
+                    if not r.get("buffers"):
+                        continue
+                    new = []
+                    for data, front, back in r["buffers"]:
+                        if data is not None:
+                            f.write(memoryview(data))
+                            new.append((("file", off, data.nbytes), front, back))
+                            off += data.nbytes
+                        else:
+                            new.append((None, front, back))
+                    r["buffers"] = new
+        return {"results": results, "log": log, "fatal": fatal}
+
+    def op_time(self, req: dict) -> dict:
+        cu = self.cu
+        mods = []
+        allocs_all = []
+        try:
+            fns, argss = [], []
+            for ptx in (req["ptx_a"], req["ptx_b"]):
+                mod, _ = self.load(ptx)
+                mods.append(mod)
+                fn = self.function(mod, req["kernel"])
+                if req.get("max_shared"):
+                    self._chk(cu.cuFuncSetAttribute(fn, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                    int(req["max_shared"])), "cuFuncSetAttribute")
+                fns.append(fn)
+                args, allocs = self._alloc_set(req["set"], _proto.read_blobs(req["blobs"]))   # separate copies for A and B
+                argss.append(args)
+                allocs_all.append(allocs)
+            s = req["set"]
+            flush = bool(req.get("flush_l2", True))
+            ev0 = self._chk(cu.cuEventCreate(0), "cuEventCreate")
+            ev1 = self._chk(cu.cuEventCreate(0), "cuEventCreate")
+
+            def one(k: int) -> float:
+                if flush:
+                    self.flush_l2()
+                self._chk(cu.cuEventRecord(ev0, self.stream), "cuEventRecord")
+                self._launch(fns[k], s["grid"], s["block"], s["shared"], argss[k])
+                self._chk(cu.cuEventRecord(ev1, self.stream), "cuEventRecord")
+                self._chk(cu.cuEventSynchronize(ev1), "cuEventSynchronize")
+                return self._chk(cu.cuEventElapsedTime(ev0, ev1), "cuEventElapsedTime")
+
+            t_start = time.perf_counter()
+            for i in range(int(req.get("warmup", 10))):
+                one(i % 2)
+                one(1 - i % 2)
+            times = ([], [])
+            reps = int(req.get("reps", 100))
+            max_s = float(req.get("max_seconds", 20.0))
+            for i in range(reps):
+                first = i % 2            # A B, B A, A B, ...: interleaved, order alternated
+                t_first = one(first)
+                t_second = one(1 - first)
+                times[first].append(t_first)
+                times[1 - first].append(t_second)
+                if time.perf_counter() - t_start > max_s and i >= 10:
+                    break
+            return {"a_ms": times[0], "b_ms": times[1], "flush_bytes": self.flush_buf[1] if (flush and self.flush_buf) else 0}
+        finally:
+            for allocs in allocs_all:
+                self._free(allocs, scrub=False)
+            for m in mods:
+                try:
+                    cu.cuModuleUnload(m)
+                except Exception:  # noqa: BLE001
+                    pass
+
+    def op_peak(self, req: dict) -> dict:
+        if self.peak is None:
+            cu = self.cu
+            free, _total = self._chk(cu.cuMemGetInfo(), "cuMemGetInfo")
+            nbytes = int(min(1 << 30, max(64 << 20, int(free) // 8)))
+            a = self._chk(cu.cuMemAlloc(nbytes), "cuMemAlloc")
+            b = self._chk(cu.cuMemAlloc(nbytes), "cuMemAlloc")
+            try:
+                self._chk(cu.cuMemsetD8(a, 1, nbytes), "cuMemsetD8")
+                ev0 = self._chk(cu.cuEventCreate(0), "cuEventCreate")
+                ev1 = self._chk(cu.cuEventCreate(0), "cuEventCreate")
+                best = None
+                for i in range(12):
+                    self._chk(cu.cuEventRecord(ev0, self.stream), "cuEventRecord")
+                    self._chk(cu.cuMemcpyDtoDAsync(b, a, nbytes, self.stream), "cuMemcpyDtoDAsync")
+                    self._chk(cu.cuEventRecord(ev1, self.stream), "cuEventRecord")
+                    self._chk(cu.cuEventSynchronize(ev1), "cuEventSynchronize")
+                    ms = self._chk(cu.cuEventElapsedTime(ev0, ev1), "cuEventElapsedTime")
+                    if i >= 2:
+                        best = ms if best is None else min(best, ms)
+                self.peak = {"bytes_per_s": 2 * nbytes / (best / 1e3), "copy_bytes": nbytes, "best_ms": best}
+            finally:
+                cu.cuMemFree(a)
+                cu.cuMemFree(b)
+        return dict(self.peak)
+
+
+def main() -> None:
+    # Own the protocol fds; anything printed to stdout afterwards lands on stderr.
+    global _IN, _OUT
+    _IN = os.dup(0)
+    _OUT = os.dup(1)
+    os.dup2(2, 1)
+    ordinal = int(os.environ.get("SUPEROPT_GPU_DEVICE", "0"))
+    try:
+        w = Worker(ordinal)
+    except BaseException as e:  # noqa: BLE001
+        _proto.send(_OUT, {"ok": False, "error": f"{type(e).__name__}: {e}"})
+        return
+    _proto.send(_OUT, {"ok": True, "info": w.info})
+    while True:
+        try:
+            req = _proto.recv(_IN)
+        except _proto.ProtocolEOF:
+            return
+        op = req.get("op")
+        if op == "exit":
+            return
+        try:
+            if op == "run":
+                rep = w.op_run(req)
+            elif op == "time":
+                rep = w.op_time(req)
+            elif op == "peak":
+                rep = w.op_peak(req)
+            else:
+                rep = {"error": f"unknown op {op!r}"}
+        except CudaError as e:
+            rep = {"error": str(e), "fatal": e.code in STICKY}
+        except Exception as e:  # noqa: BLE001
+            rep = {"error": f"{type(e).__name__}: {e}", "fatal": False}
+        _proto.send(_OUT, rep)
+        if rep.get("fatal"):
+            sys.stderr.flush()
+            os._exit(3)
+
+
+if __name__ == "__main__":
+    main()

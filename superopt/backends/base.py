@@ -1,0 +1,163 @@
+"""The interface both backends (GPU, CPU emulator) implement, and the backend registry.
+
+A backend runs one kernel of a PTX module on concrete inputs and gives back the final
+contents of every buffer. It never judges: the differential check (superopt.check) does.
+
+Contract of :meth:`Backend.run_many`: the module is loaded ONCE and the input sets are
+launched one after another in that module (so state a kernel keeps between launches, such
+as a ``__device__`` flag, persists across sets, as it would in a user's program); every set
+gets its own fresh allocations, each buffer laid out as ``[front guard][data][back guard]``
+with the guard bytes and initial contents taken from the :class:`~superopt.inputs.InputSet`.
+A backend must never raise for a misbehaving kernel: compile errors, launch errors, crashes
+and hangs come back as a :class:`RunResult` status.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import threading
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+__all__ = [
+    "RunResult", "Backend", "BackendUnavailable", "STATUSES", "register_backend", "get_backend",
+    "backend_names", "check_guards", "digest",
+]
+
+# ok: ran to completion. timeout: exceeded its time limit (killed). crash: the kernel
+# faulted at run time (illegal address, trap, ...), or the runner process died.
+# launch_error: the module did not compile/load, the kernel was not found, or the launch
+# was refused (too many resources). unsupported: the backend cannot run this kernel
+# (e.g. an instruction the emulator does not implement). not_run: an earlier set of the
+# same run_many call ended the run.
+STATUSES = ("ok", "timeout", "crash", "unsupported", "launch_error", "not_run")
+
+
+@dataclass
+class RunResult:
+    status: str
+    # final contents of every buffer (name -> array of the buffer's element storage type)
+    outputs: dict[str, np.ndarray] = field(default_factory=dict)
+    # per buffer: both guard zones still hold their canary bytes
+    guards_intact: dict[str, bool] = field(default_factory=dict)
+    # per damaged buffer: where ("back guard bytes 0..3")
+    guard_damage: dict[str, str] = field(default_factory=dict)
+    # per buffer: final contents equal the initial contents (meaningful for in/inout)
+    inputs_unchanged: dict[str, bool] = field(default_factory=dict)
+    elapsed: float | None = None       # kernel time in seconds (device events), if known
+    error: str | None = None           # error name/message for non-ok statuses
+    log: str = ""                      # JIT / compiler log, if any
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+class BackendUnavailable(RuntimeError):
+    """The backend cannot run at all here (no GPU, not implemented yet, ...)."""
+
+
+class Backend(ABC):
+    name: str = "?"
+
+    def available(self) -> tuple[bool, str]:
+        """(True, description) when runs are possible, else (False, why not)."""
+        return True, self.name
+
+    def describe(self) -> dict:
+        """What runs the kernels (device name, versions) for the verdict's evidence."""
+        return {"backend": self.name}
+
+    @abstractmethod
+    def run_many(self, ptx: str, spec, input_sets: list, *, timeout: float | None = None) -> list[RunResult]:
+        """Load ``ptx`` once, launch ``spec.kernel`` on every input set in order.
+
+        ``spec`` is the LaunchSpec (param order and types); each InputSet carries its own
+        resolved launch shape, scalar values, initial buffer contents and guards.
+        ``timeout`` bounds each launch in seconds. Returns one result per set.
+        """
+
+    def run(self, ptx: str, spec, inputs, *, timeout: float | None = None) -> RunResult:
+        return self.run_many(ptx, spec, [inputs], timeout=timeout)[0]
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def digest(a) -> str:
+    return hashlib.blake2b(memoryview(np.ascontiguousarray(a)).cast("B"), digest_size=16).hexdigest()
+
+
+def check_guards(front: bytes, back: bytes, got_front: bytes, got_back: bytes) -> tuple[bool, str]:
+    """Compare guard zones; (intact, description of the first damage)."""
+    msgs = []
+    for side, want, got in (("front", front, got_front), ("back", back, got_back)):
+        if want != got:
+            w = np.frombuffer(want, np.uint8)
+            g = np.frombuffer(got, np.uint8)
+            bad = np.nonzero(w != g)[0]
+            # offsets: front guard counted back from the buffer start, back guard from its end
+            if side == "front":
+                msgs.append(f"front guard: {len(bad)} bytes changed, nearest at buffer-{len(w) - int(bad[-1])}")
+            else:
+                msgs.append(f"back guard: {len(bad)} bytes changed, first at end+{int(bad[0])}")
+    return (not msgs), "; ".join(msgs)
+
+
+# --------------------------------------------------------------------------- registry
+
+_FACTORIES: dict[str, Callable[[], Backend] | str] = {
+    "gpu": "superopt.backends.gpu:GpuBackend",
+    "emulator": "superopt.backends.emulator:EmulatorBackend",
+}
+_INSTANCES: dict[str, Backend] = {}
+_LOCK = threading.Lock()
+
+
+def register_backend(name: str, factory: Callable[[], Backend] | str) -> None:
+    """Register a backend factory (a callable, or "module:attr" imported lazily)."""
+    with _LOCK:
+        _FACTORIES[name] = factory
+        _INSTANCES.pop(name, None)
+
+
+def backend_names() -> list[str]:
+    return sorted(_FACTORIES)
+
+
+def get_backend(name: str, *, fresh: bool = False) -> Backend:
+    """The (per-process shared) backend instance for ``name``.
+
+    Raises BackendUnavailable when the backend does not exist (e.g. the emulator before it
+    is written) or cannot be constructed.
+    """
+    with _LOCK:
+        if not fresh and name in _INSTANCES:
+            return _INSTANCES[name]
+        if name not in _FACTORIES:
+            raise BackendUnavailable(f"unknown backend {name!r} (known: {', '.join(sorted(_FACTORIES))})")
+        factory = _FACTORIES[name]
+        if isinstance(factory, str):
+            mod, _, attr = factory.partition(":")
+            try:
+                factory = getattr(importlib.import_module(mod), attr)
+            except (ImportError, AttributeError) as e:
+                raise BackendUnavailable(f"{name} backend not available ({e})") from None
+        try:
+            inst = factory()
+        except BackendUnavailable:
+            raise
+        except Exception as e:  # noqa: BLE001 - a broken backend is "unavailable", not a crash
+            raise BackendUnavailable(f"{name} backend could not start: {type(e).__name__}: {e}") from None
+        if not fresh:
+            _INSTANCES[name] = inst
+        return inst

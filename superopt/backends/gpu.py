@@ -1,0 +1,318 @@
+"""GPU backend: runs kernels through the CUDA driver API (cuda-python) in a child process.
+
+The child (``superopt.backends._gpu_worker``) owns the CUDA context. It is started on first
+use and kept for later runs (starting CUDA costs about a second); after a timeout, a crash
+or a sticky CUDA error it is killed and the next run starts a fresh one, so a misbehaving
+candidate never takes the caller down and never leaves a poisoned context behind.
+
+Each :meth:`GpuBackend.run_many` loads the module once (JIT from PTX text with the error
+log captured), then for every input set: fresh allocations with guard zones, initial
+contents copied in, the shared memory of every SM filled with random words (so that reads
+of uninitialised shared memory differ between runs), the launch, a per-launch timeout,
+readback, and scrubbing of the allocations before they are freed.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from superopt.backends import _proto
+from superopt.backends.base import Backend, BackendUnavailable, RunResult, check_guards
+from superopt.inputs import GUARD_BYTES, InputSet, _cast_floats
+from superopt.launch_spec import Buffer, LaunchSpec, Scalar
+
+__all__ = ["GpuBackend", "probe_gpu", "pack_sets", "unpack_result"]
+
+_ROOT = str(Path(__file__).resolve().parents[2])
+
+DEFAULT_LAUNCH_TIMEOUT = 10.0     # seconds per launch
+JIT_ALLOWANCE = 60.0              # seconds on top of launch timeouts for module load etc.
+
+
+def pack_scalar(p: Scalar, value) -> bytes:
+    et = p.elem
+    if et.name == "bf16":
+        return _cast_floats(np.array([float(value)]), et).tobytes()
+    return np.array([value], dtype=et.dtype).tobytes()
+
+
+def pack_sets(spec: LaunchSpec, sets: list[InputSet]) -> dict:
+    """The wire form of input sets: {"blobs": [uint8 arrays], "sets": [...]}.
+
+    Buffer contents shared between sets (the same array object, e.g. the inputs of a
+    set's second run) travel once; each set names its blobs by index and carries its own
+    guard bytes. Scalars travel as raw bytes."""
+    blobs: list[np.ndarray] = []
+    index: dict[int, int] = {}
+    keep = []                      # keep arrays alive so that id() stays unique
+    out = []
+    for s in sets:
+        rs = s.spec
+        params = []
+        for p in rs.params:
+            if isinstance(p, Scalar):
+                params.append(("s", pack_scalar(p, p.value)))
+                continue
+            arr = s.data[p.name]
+            if arr.nbytes != p.nbytes:
+                raise ValueError(f"buffer {p.name}: {arr.nbytes} bytes of data for length {p.length} x {p.elem.size}")
+            k = id(arr)
+            if k not in index:
+                index[k] = len(blobs)
+                blobs.append(np.ascontiguousarray(arr).view(np.uint8).reshape(-1))
+                keep.append(arr)
+            front, back = s.guards[p.name]
+            params.append(("b", index[k], front, back))
+        out.append({"grid": tuple(int(g) for g in rs.grid), "block": tuple(int(b) for b in rs.block),
+                    "shared": int(rs.shared_bytes), "guard": GUARD_BYTES, "params": params})
+    return {"blobs": blobs, "sets": out}
+
+
+def unpack_result(spec: LaunchSpec, s: InputSet, raw: dict, log: str = "") -> RunResult:
+    """RunResult from a worker reply: per buffer (data or None if unchanged, front, back)."""
+    r = RunResult(status=raw["status"], error=raw.get("error"), elapsed=raw.get("elapsed"), log=log)
+    if raw.get("buffers") is None:
+        return r
+    bufs = [p for p in s.spec.params if isinstance(p, Buffer)]
+    for p, (data, got_front, got_back) in zip(bufs, raw["buffers"]):
+        front, back = s.guards[p.name]
+        if data is None:
+            r.outputs[p.name] = s.data[p.name]
+            r.inputs_unchanged[p.name] = True
+        else:
+            r.outputs[p.name] = np.frombuffer(data, dtype=p.elem.dtype)
+            r.inputs_unchanged[p.name] = False
+        ok, why = check_guards(front, back, got_front, got_back)
+        r.guards_intact[p.name] = ok
+        if not ok:
+            r.guard_damage[p.name] = why
+    return r
+
+
+def _load_file_buffers(results: list[dict], path: str) -> None:
+    """Replace ("file", offset, nbytes) buffer references of a reply by the bytes."""
+    refs = [(r, k) for r in results for k, b in enumerate(r.get("buffers") or ())
+            if isinstance(b[0], tuple) and b[0][0] == "file"]
+    if not refs:
+        return
+    whole = np.fromfile(path, dtype=np.uint8)
+    for r, k in refs:
+        (_, off, n), front, back = r["buffers"][k]
+        r["buffers"][k] = (whole[off:off + n], front, back)
+
+
+class GpuBackend(Backend):
+    """Runs kernels on an NVIDIA GPU through a persistent, restartable child process."""
+    name = "gpu"
+
+    def __init__(self, device: int | None = None, *, worker_cmd: list[str] | None = None,
+                 startup_timeout: float = 120.0, scrub_shared: bool = True):
+        self.device = int(os.environ.get("SUPEROPT_GPU_DEVICE", "0")) if device is None else device
+        self.worker_cmd = worker_cmd or [sys.executable, "-m", "superopt.backends._gpu_worker"]
+        self.startup_timeout = startup_timeout
+        self.scrub_shared = scrub_shared
+        self._proc: subprocess.Popen | None = None
+        self._stderr = None
+        self._info: dict | None = None
+        self._unavailable: str | None = None
+        self._lock = threading.RLock()
+        self.restarts = 0
+        self.last_start_seconds: float | None = None
+        # parent-side limits on top of the per-launch timeout the worker enforces itself
+        self.jit_allowance = JIT_ALLOWANCE
+        self.grace_per_set = 5.0
+
+    # ------------------------------------------------------------------ process
+    def _start(self) -> None:
+        if self._unavailable:
+            raise BackendUnavailable(self._unavailable)
+        env = dict(os.environ)
+        env["PYTHONPATH"] = _ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        env["SUPEROPT_GPU_DEVICE"] = str(self.device)
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        self._stderr = tempfile.TemporaryFile()
+        t0 = time.monotonic()
+        try:
+            self._proc = subprocess.Popen(self.worker_cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                          stderr=self._stderr, env=env, cwd=_ROOT, start_new_session=True)
+        except OSError as e:
+            self._unavailable = f"no GPU: cannot start the GPU worker ({e})"
+            raise BackendUnavailable(self._unavailable) from None
+        for f in (self._proc.stdin, self._proc.stdout):
+            _proto.widen_pipe(f.fileno())
+        try:
+            hello = _proto.recv(self._proc.stdout.fileno(), self.startup_timeout)
+        except (_proto.ProtocolTimeout, _proto.ProtocolEOF) as e:
+            tail = self._stderr_tail()
+            self._kill()
+            self._unavailable = f"no GPU: the GPU worker did not start ({type(e).__name__}){': ' + tail if tail else ''}"
+            raise BackendUnavailable(self._unavailable) from None
+        if not hello.get("ok"):
+            self._kill()
+            self._unavailable = f"no GPU: {hello.get('error')}"
+            raise BackendUnavailable(self._unavailable)
+        self._info = hello["info"]
+        self.last_start_seconds = time.monotonic() - t0
+
+    def _stderr_tail(self, n: int = 2000) -> str:
+        try:
+            self._stderr.seek(0)
+            return self._stderr.read().decode(errors="replace")[-n:].strip()
+        except Exception:  # noqa: BLE001
+            return ""
+
+    def _kill(self) -> None:
+        p, self._proc = self._proc, None
+        if p is None:
+            return
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            try:
+                p.kill()
+            except ProcessLookupError:
+                pass
+        for f in (p.stdin, p.stdout):
+            try:
+                f.close()
+            except Exception:  # noqa: BLE001
+                pass
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def _ensure(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            return
+        if self._proc is not None:
+            self._kill()
+            self.restarts += 1
+        self._start()
+
+    def _request(self, msg: dict, timeout: float) -> dict:
+        """Send a request; on timeout or death kill the worker and raise."""
+        with self._lock:
+            self._ensure()
+            try:
+                _proto.send(self._proc.stdin.fileno(), msg)
+                rep = _proto.recv(self._proc.stdout.fileno(), timeout)
+            except _proto.ProtocolTimeout:
+                self._kill()
+                raise TimeoutError(f"GPU worker gave no answer within {timeout:.0f} s (killed)") from None
+            except (_proto.ProtocolEOF, BrokenPipeError, OSError) as e:
+                tail = self._stderr_tail()
+                self._kill()
+                raise ChildProcessError(f"GPU worker died ({type(e).__name__}){': ' + tail if tail else ''}") from None
+            if rep.get("fatal"):
+                self._kill()         # it exits by itself; do not wait for a slow teardown
+            return rep
+
+    # ------------------------------------------------------------------ Backend
+    def available(self) -> tuple[bool, str]:
+        try:
+            with self._lock:
+                self._ensure()
+        except BackendUnavailable as e:
+            return False, str(e)
+        return True, f"gpu: {self._info['name']}"
+
+    def info(self) -> dict:
+        with self._lock:
+            self._ensure()
+            return dict(self._info)
+
+    def describe(self) -> dict:
+        d = {"backend": "gpu"}
+        if self._info:
+            d.update({k: self._info.get(k) for k in ("name", "cc", "sm_count", "l2_bytes", "driver_version", "cuda_bindings")})
+        return d
+
+    def run_many(self, ptx: str, spec: LaunchSpec, input_sets: list[InputSet], *,
+                 timeout: float | None = None) -> list[RunResult]:
+        launch_timeout = float(timeout or DEFAULT_LAUNCH_TIMEOUT)
+        try:
+            wire = pack_sets(spec, input_sets)
+        except Exception as e:  # noqa: BLE001
+            return [RunResult(status="launch_error", error=f"cannot pack inputs: {e}") for _ in input_sets]
+        packed = wire["sets"]
+        max_shared = max((p["shared"] for p in packed), default=0)
+        msg = {"op": "run", "ptx": ptx, "kernel": spec.kernel, "timeout": launch_timeout,
+               "scrub_shared": self.scrub_shared, "sets": packed, "blobs": wire["blobs"],
+               "max_shared": max_shared if max_shared > 48 * 1024 else 0}
+        desc = None
+        if sum(b.nbytes for b in wire["blobs"]) > _proto.SHM_THRESHOLD:
+            desc = _proto.write_blobs(wire["blobs"])
+            msg["blobs"] = desc
+            msg["out_file"] = desc["file"] + ".out"
+        hard = self.jit_allowance + len(packed) * (launch_timeout + self.grace_per_set)
+        try:
+            rep = self._request(msg, hard)
+            if desc and "results" in rep:
+                _load_file_buffers(rep["results"], msg["out_file"])
+        except BackendUnavailable:
+            raise
+        except TimeoutError as e:
+            return [RunResult(status="timeout", error=str(e)) for _ in input_sets]
+        except ChildProcessError as e:
+            return [RunResult(status="crash", error=str(e)) for _ in input_sets]
+        finally:
+            if desc:
+                _proto.remove(desc["file"])
+                _proto.remove(msg["out_file"])
+        if "results" not in rep:
+            return [RunResult(status="crash" if rep.get("fatal") else "launch_error",
+                              error=rep.get("error", "no results")) for _ in input_sets]
+        log = rep.get("log", "") or ""
+        return [unpack_result(spec, s, raw, log) for s, raw in zip(input_sets, rep["results"])]
+
+    def time_pair(self, ptx_a: str, ptx_b: str, spec: LaunchSpec, inputs: InputSet, *, reps: int = 100,
+                  warmup: int = 10, flush_l2: bool = True, max_seconds: float = 20.0) -> dict:
+        """Raw interleaved event timings (ms) of A and B on separate copies of ``inputs``."""
+        wire = pack_sets(spec, [inputs])
+        packed = wire["sets"][0]
+        desc = _proto.write_blobs(wire["blobs"])
+        msg = {"op": "time", "ptx_a": ptx_a, "ptx_b": ptx_b, "kernel": spec.kernel, "set": packed,
+               "blobs": desc, "reps": reps, "warmup": warmup, "flush_l2": flush_l2, "max_seconds": max_seconds,
+               "max_shared": packed["shared"] if packed["shared"] > 48 * 1024 else 0}
+        try:
+            return self._request(msg, JIT_ALLOWANCE + 3 * max_seconds + 30)
+        finally:
+            _proto.remove(desc["file"])
+
+    def peak_bandwidth(self) -> dict:
+        """Device-to-device copy bandwidth, bytes read + written per second (cached per worker)."""
+        return self._request({"op": "peak"}, 120)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._proc is not None and self._proc.poll() is None:
+                try:
+                    _proto.send(self._proc.stdin.fileno(), {"op": "exit"})
+                    self._proc.wait(timeout=5)
+                except Exception:  # noqa: BLE001
+                    pass
+            self._kill()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def probe_gpu(timeout: float = 120.0) -> tuple[bool, str]:
+    """Whether a GPU run is possible here (starts and stops a worker)."""
+    b = GpuBackend(startup_timeout=timeout)
+    try:
+        return b.available()
+    finally:
+        b.close()

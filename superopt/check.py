@@ -1,0 +1,531 @@
+"""The differential check: does a candidate kernel compute exactly what the baseline does?
+
+:func:`check` runs baseline and candidate on several fresh input sets and compares every
+buffer. What it does, and why:
+
+* **Fresh inputs, several distributions.** The master seed comes from ``os.urandom``
+  unless given; set *i* uses its own generator. ``auto`` buffers rotate through
+  distributions (floats: normal, specials with NaN/±Inf/denormals/-0, uniform, large, ...;
+  ints: small, full range, near the bounds).
+* **Sizes that are not multiples of the block.** Scalars that buffer lengths (or the
+  grid) depend on get other values in later sets (smaller, not multiples of block.x),
+  unless the spec says ``vary_sizes = false`` or lists explicit ``values``.
+* **Baseline twice.** Run 1 with output poison P1 (NaNs for floats), run 2 on the same
+  inputs with a poison P2 that differs from P1 in every element (finite for floats). Elements equal to the poison in both runs are
+  "not written by the baseline"; all others must agree between the two runs, else the
+  baseline is nondeterministic (atomics order, uninitialised memory, reads its output
+  before writing it) and the verdict is *could not judge* (unless a tolerance policy
+  absorbs the difference).
+* **Candidate twice, in one loaded module.** Two launches per set, with poisons chosen to
+  be unequal to the baseline's value in every element, so an element the candidate fails
+  to write can never pass. The module stays loaded across all sets, so state kept between
+  launches (a "done" flag, a cache) shows. Candidate launches are limited to
+  ``max(min_timeout, 50 x the slowest baseline launch)``.
+* **Guards and inputs.** Guard zones on both sides of every buffer must be intact; a
+  buffer the baseline does not modify must not be modified by the candidate.
+* **Exact by default.** Bit-identical outputs, with every NaN equal to every NaN. A
+  tolerance (``ulp:N`` or ``rel:X`` on float buffers) is an explicit opt-in and is
+  recorded in the verdict.
+
+A verdict is *accepted*, *rejected* (with the evidence: set, seed, sizes, buffer, first
+differing index and both values) or *could not judge* (no GPU, no spec, baseline
+misbehaves, ...), the three kept distinct (exit codes 0, 1, 2 of ``superopt verify``).
+"""
+from __future__ import annotations
+
+import math
+import re
+import time
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Union
+
+import numpy as np
+
+from superopt.backends.base import Backend, BackendUnavailable, get_backend
+from superopt.inputs import (InputSet, complement_poison, fresh_seed, is_nan_bits, make_input_set,
+                             make_rng, poison_unlike, size_variants)
+from superopt.launch_spec import Buffer, ElemType, LaunchSpec, SpecError
+
+__all__ = [
+    "Policy", "EXACT", "Verdict", "Mismatch", "check", "compare_values", "diff_stats", "format_value",
+    "entry_names", "entry_params", "resolve_kernel", "ACCEPTED", "REJECTED", "COULD_NOT_JUDGE",
+]
+
+ACCEPTED, REJECTED, COULD_NOT_JUDGE = "accepted", "rejected", "could_not_judge"
+EXIT_CODES = {ACCEPTED: 0, REJECTED: 1, COULD_NOT_JUDGE: 2}
+
+
+# --------------------------------------------------------------------------- policy
+
+@dataclass(frozen=True)
+class Policy:
+    """How outputs are compared. ``exact``: bit-identical, any NaN equals any NaN.
+    ``ulp``: float elements within ``bound`` units in the last place. ``rel``: float
+    elements with |c - b| <= bound * max(|b|, |c|). Integers are always exact; NaN never
+    equals a number; infinities must match exactly."""
+    kind: str = "exact"
+    bound: float = 0.0
+
+    def __post_init__(self):
+        if self.kind not in ("exact", "ulp", "rel"):
+            raise ValueError(f"unknown policy {self.kind!r} (exact | ulp:N | rel:X)")
+        if self.kind != "exact" and not (self.bound >= 0 and math.isfinite(self.bound)):
+            raise ValueError(f"policy bound must be a finite number >= 0, not {self.bound}")
+
+    @classmethod
+    def parse(cls, text: Union[str, "Policy", None]) -> "Policy":
+        if text is None:
+            return EXACT
+        if isinstance(text, Policy):
+            return text
+        t = str(text).strip().lower()
+        if t in ("", "exact"):
+            return EXACT
+        kind, sep, arg = t.partition(":")
+        if not sep:
+            raise ValueError(f"policy {text!r}: write exact, ulp:N or rel:X")
+        return cls(kind, float(arg))
+
+    @property
+    def exact(self) -> bool:
+        return self.kind == "exact"
+
+    def describe(self) -> str:
+        if self.exact:
+            return "exact (bit-identical; any NaN equals any NaN)"
+        if self.kind == "ulp":
+            return f"ulp:{self.bound:g} (float elements within {self.bound:g} ULP; ints exact; opt-in)"
+        return f"rel:{self.bound:g} (float elements |c-b| <= {self.bound:g}*max(|b|,|c|); ints exact; opt-in)"
+
+    def __str__(self) -> str:
+        return "exact" if self.exact else f"{self.kind}:{self.bound:g}"
+
+
+EXACT = Policy()
+
+
+# --------------------------------------------------------------------------- comparison
+
+def _bits(a: np.ndarray, et: ElemType) -> np.ndarray:
+    return np.ascontiguousarray(a).view(et.bits_dtype)
+
+
+def to_float64(a: np.ndarray, et: ElemType) -> np.ndarray:
+    with np.errstate(invalid="ignore", over="ignore"):
+        if et.name == "bf16":
+            return (np.ascontiguousarray(a).view(np.uint16).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+        return a.astype(np.float64)
+
+
+def _ulp_distance(b: np.ndarray, c: np.ndarray, et: ElemType) -> np.ndarray:
+    """|ordered(b) - ordered(c)| as uint64 (±0 are 0 apart). Only meaningful for non-NaN."""
+    w = et.size * 8
+    sign = np.uint64(1 << (w - 1))
+    bb = _bits(b, et).astype(np.uint64)
+    cb = _bits(c, et).astype(np.uint64)
+    bs, cs = (bb & sign) != 0, (cb & sign) != 0
+    bm, cm = bb & ~sign, cb & ~sign
+    same = bs == cs
+    return np.where(same, np.where(bm > cm, bm - cm, cm - bm), bm + cm)
+
+
+def compare_values(b: np.ndarray, c: np.ndarray, et: ElemType, policy: Policy = EXACT) -> np.ndarray:
+    """Elementwise "equal under the policy" mask of two storage arrays of type ``et``."""
+    bb, cb = _bits(b, et), _bits(c, et)
+    eq = bb == cb
+    if not et.is_float or eq.all():
+        return eq
+    bn, cn = is_nan_bits(b, et), is_nan_bits(c, et)
+    eq = eq | (bn & cn)
+    if policy.exact:
+        return eq
+    both_num = ~bn & ~cn
+    if policy.kind == "ulp":
+        close = both_num & (_ulp_distance(b, c, et) <= np.uint64(int(policy.bound)))
+    else:
+        bf, cf = to_float64(b, et), to_float64(c, et)
+        finite = np.isfinite(bf) & np.isfinite(cf)
+        with np.errstate(invalid="ignore", over="ignore"):
+            close = both_num & finite & (np.abs(cf - bf) <= policy.bound * np.maximum(np.abs(bf), np.abs(cf)))
+    return eq | close
+
+
+def diff_stats(b: np.ndarray, c: np.ndarray, et: ElemType) -> dict:
+    """Largest absolute difference and ULP distance over elements where both are numbers."""
+    if b.size == 0:
+        return {"max_abs_diff": 0.0, "max_ulp_diff": 0}
+    if et.is_float:
+        ok = ~is_nan_bits(b, et) & ~is_nan_bits(c, et)
+        if not ok.any():
+            return {"max_abs_diff": 0.0, "max_ulp_diff": 0}
+        bf, cf = to_float64(b[ok], et), to_float64(c[ok], et)
+        with np.errstate(invalid="ignore", over="ignore"):
+            d = np.abs(cf - bf)
+        d = np.where(bf == cf, 0.0, d)          # inf == inf
+        return {"max_abs_diff": float(np.nanmax(d)) if d.size else 0.0,
+                "max_ulp_diff": int(_ulp_distance(b[ok], c[ok], et).max())}
+    bu, cu = b.astype(np.uint64), c.astype(np.uint64)      # wraps; the difference below is exact
+    d = np.where(b >= c, bu - cu, cu - bu)
+    return {"max_abs_diff": int(d.max())}
+
+
+def format_value(a: np.ndarray, i: int, et: ElemType) -> str:
+    bits = int(_bits(a, et)[i])
+    hexw = et.size * 2
+    if et.is_float:
+        v = float(to_float64(a[i:i + 1], et)[0])
+        return f"{v!r} (0x{bits:0{hexw}x})"
+    return f"{int(a[i])} (0x{bits:0{hexw}x})"
+
+
+# --------------------------------------------------------------------------- PTX entries
+
+_ENTRY_RE = re.compile(r"\.entry\s+([A-Za-z_$%][\w$%.]*)\s*(\((.*?)\))?", re.S)
+_PARAM_RE = re.compile(r"\.param\s+(.*?)\s+([A-Za-z_$%][\w$%.]*)\s*(\[\s*(\d+)\s*\])?\s*$", re.S)
+_TYPE_SIZES = {"b8": 1, "u8": 1, "s8": 1, "b16": 2, "u16": 2, "s16": 2, "f16": 2, "bf16": 2, "f16x2": 4,
+               "b32": 4, "u32": 4, "s32": 4, "f32": 4, "b64": 8, "u64": 8, "s64": 8, "f64": 8, "pred": 1,
+               "b128": 16}
+
+
+def _strip_comments(ptx: str) -> str:
+    ptx = re.sub(r"/\*.*?\*/", " ", ptx, flags=re.S)
+    return re.sub(r"//[^\n]*", "", ptx)
+
+
+def entry_names(ptx: str) -> list[str]:
+    return [m.group(1) for m in _ENTRY_RE.finditer(_strip_comments(ptx))]
+
+
+def entry_params(ptx: str, kernel: str) -> list[tuple[str, str, int]] | None:
+    """(name, type, size in bytes) of each param of ``.entry kernel``; None if absent."""
+    for m in _ENTRY_RE.finditer(_strip_comments(ptx)):
+        if m.group(1) != kernel:
+            continue
+        body = (m.group(3) or "").strip()
+        if not body:
+            return []
+        out = []
+        for chunk in body.split(","):
+            pm = _PARAM_RE.search(chunk.strip())
+            if not pm:
+                out.append(("?", "?", 0))
+                continue
+            quals = pm.group(1).split()
+            types = [q.lstrip(".") for q in quals if q.lstrip(".") in _TYPE_SIZES]
+            t = types[-1] if types else "?"
+            n = int(pm.group(4)) if pm.group(4) else 1
+            out.append((pm.group(2), t, _TYPE_SIZES.get(t, 0) * n))
+        return out
+    return None
+
+
+def resolve_kernel(ptx: str, name: str) -> str | None:
+    """The entry called ``name``, or the only entry whose (mangled) name contains it."""
+    names = entry_names(ptx)
+    if name in names:
+        return name
+    hits = [n for n in names if name in n]
+    return hits[0] if len(hits) == 1 else None
+
+
+# --------------------------------------------------------------------------- verdict
+
+@dataclass
+class Mismatch:
+    set_index: int
+    set_label: str
+    run: int                     # which candidate launch of that set (1 or 2)
+    buffer: str
+    kind: str                    # value | unwritten | wrote_where_baseline_did_not
+    index: int                   # first differing flat index
+    count: int                   # differing elements in that buffer
+    baseline: str
+    candidate: str
+    length: int = 0
+    max_abs_diff: float | None = None
+    max_ulp_diff: int | None = None
+
+    def describe(self) -> str:
+        what = {"value": "differs", "unwritten": "was not written by the candidate",
+                "wrote_where_baseline_did_not": "was written by the candidate but not by the baseline"}[self.kind]
+        return (f"{self.set_label}, launch {self.run}: buffer {self.buffer!r} element {self.index} {what} "
+                f"(baseline {self.baseline}, candidate {self.candidate}); {self.count} of {self.length} elements differ")
+
+
+@dataclass
+class Verdict:
+    status: str                          # accepted | rejected | could_not_judge
+    reason: str
+    policy: str = "exact"
+    evidence: dict = field(default_factory=dict)
+    mismatch: Mismatch | None = None
+
+    @property
+    def accepted(self) -> bool:
+        return self.status == ACCEPTED
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.status]
+
+    def to_dict(self) -> dict:
+        d = {"status": self.status, "accepted": self.accepted, "reason": self.reason, "policy": self.policy,
+             "evidence": self.evidence}
+        d["mismatch"] = asdict(self.mismatch) if self.mismatch else None
+        return d
+
+    def summary(self) -> str:
+        head = {ACCEPTED: "ACCEPTED", REJECTED: "REJECTED", COULD_NOT_JUDGE: "COULD NOT JUDGE"}[self.status]
+        lines = [f"{head}: {self.reason}", f"policy: {self.policy}"]
+        ev = self.evidence
+        if "seed" in ev:
+            lines.append(f"seed: {ev['seed']}  backend: {ev.get('backend', {}).get('backend', '?')}"
+                         f" {ev.get('backend', {}).get('name', '') or ''}".rstrip())
+        for s in ev.get("sets", []):
+            lines.append(f"  {s['label']}: grid {s['grid']} block {s['block']} lengths {s['lengths']} "
+                         f"dists {s['distributions']}")
+        for n in ev.get("notes", []):
+            lines.append(f"  note: {n}")
+        if self.mismatch:
+            lines.append(f"  first difference: {self.mismatch.describe()}")
+        return "\n".join(lines)
+
+
+def _verdict(status, reason, policy, evidence, mismatch=None) -> Verdict:
+    return Verdict(status=status, reason=reason, policy=str(policy), evidence=evidence, mismatch=mismatch)
+
+
+# --------------------------------------------------------------------------- the check
+
+def _first_diff(bad: np.ndarray) -> int:
+    return int(np.argmax(bad))
+
+
+def _spec_fits(spec: LaunchSpec, params: list[tuple[str, str, int]]) -> str | None:
+    if len(params) != len(spec.params):
+        return (f"the spec has {len(spec.params)} params but .entry {spec.kernel} has {len(params)} "
+                f"({', '.join(f'{t}' for _, t, _ in params)})")
+    for p, (pname, ptype, size) in zip(spec.params, params):
+        want = 8 if isinstance(p, Buffer) else p.elem.size
+        if size != want:
+            return (f"param {p.name!r}: the spec says {'a pointer' if isinstance(p, Buffer) else p.type} "
+                    f"({want} bytes) but the PTX param {pname} is .{ptype} ({size} bytes)")
+    return None
+
+
+def _compare_run(base: np.ndarray, unwritten: np.ndarray, cand: np.ndarray, cand_poison: np.ndarray | None,
+                 et: ElemType, policy: Policy):
+    """Mismatch mask and kind for one buffer. ``unwritten``: elements the baseline left alone
+    (None for buffers with real initial contents)."""
+    eq = compare_values(base, cand, et, policy)
+    if unwritten is None or cand_poison is None:
+        return ~eq, None
+    # where the baseline did not write, the candidate must not write either (bitwise poison)
+    untouched = _bits(cand, et) == _bits(cand_poison, et)
+    bad = np.where(unwritten, ~untouched, ~eq)
+    return bad, untouched
+
+
+def check(baseline_ptx: str, candidate_ptx: str, spec: LaunchSpec, *,
+          backend: Union[str, Backend] = "gpu", policy: Union[str, Policy, None] = None, sets: int = 4,
+          seed: int | None = None, launch_timeout: float | None = None, min_timeout: float = 2.0) -> Verdict:
+    """Judge ``candidate_ptx`` against ``baseline_ptx`` for the kernel ``spec.kernel``.
+
+    ``backend``: a name from the registry (``gpu``, ``emulator``) or a Backend instance.
+    ``sets``: number of input sets (each run twice for the baseline and twice for the
+    candidate). ``seed``: master seed (default: fresh from os.urandom). ``launch_timeout``:
+    limit for each baseline launch (default: the backend's); candidate launches get
+    ``max(min_timeout, 50 x slowest baseline launch)`` unless ``launch_timeout`` is given.
+    """
+    t_start = time.monotonic()
+    policy = Policy.parse(policy)
+    seed = fresh_seed() if seed is None else int(seed)
+    ev: dict[str, Any] = {"seed": seed, "kernel": spec.kernel, "sets": [], "notes": [], "max_diff": {}}
+
+    def done(status, reason, mismatch=None):
+        ev["wall_seconds"] = round(time.monotonic() - t_start, 4)
+        return _verdict(status, reason, policy, ev, mismatch)
+
+    # --- backend
+    try:
+        be = get_backend(backend) if isinstance(backend, str) else backend
+    except BackendUnavailable as e:
+        ev["backend"] = {"backend": str(backend)}
+        return done(COULD_NOT_JUDGE, str(e))
+    ok, why = be.available()
+    ev["backend"] = be.describe()
+    if not ok:
+        return done(COULD_NOT_JUDGE, why)
+
+    # --- kernels and signatures
+    kname = resolve_kernel(baseline_ptx, spec.kernel)
+    if kname is None:
+        return done(COULD_NOT_JUDGE, f"no kernel {spec.kernel!r} in the baseline PTX (entries: {', '.join(entry_names(baseline_ptx)) or 'none'})")
+    if kname != spec.kernel:
+        ev["notes"].append(f"kernel {spec.kernel!r} resolved to entry {kname!r}")
+        spec = replace(spec, kernel=kname)
+        ev["kernel"] = kname
+    sig_b = entry_params(baseline_ptx, kname)
+    sig_c = entry_params(candidate_ptx, kname)
+    if sig_c is None:
+        return done(REJECTED, f"the candidate PTX has no entry {kname!r}")
+    if [(t, s) for _, t, s in sig_b] != [(t, s) for _, t, s in sig_c]:
+        return done(REJECTED, f"the candidate changes the parameters of {kname}: "
+                              f"{[t for _, t, _ in sig_b]} -> {[t for _, t, _ in sig_c]}")
+    misfit = _spec_fits(spec, sig_b)
+    if misfit:
+        return done(COULD_NOT_JUDGE, f"the launch spec does not fit the kernel: {misfit}")
+
+    # --- input sets
+    phases = ev.setdefault("phase_seconds", {})
+    t_phase = time.monotonic()
+    rng = make_rng(seed, 0x5E7)
+    base_sets: list[InputSet] = []
+    for i, ov in enumerate(size_variants(spec, max(1, sets), rng)):
+        try:
+            base_sets.append(make_input_set(spec, seed, i, scalars=ov))
+        except SpecError as e:
+            if i == 0:
+                return done(COULD_NOT_JUDGE, f"cannot make inputs from the spec: {e}")
+            ev["notes"].append(f"set {i} skipped: {e}")
+    k = len(base_sets)
+    outs = {b.name for b in spec.buffers if b.direction == "out"}
+
+    # --- baseline, twice (second run: complementary poison, fresh guards)
+    run2 = [s.with_outputs({n: complement_poison(s.data[n], s.spec.param(n).elem, rng) for n in outs}, rng, "baseline-2")
+            for s in base_sets]
+    phases["inputs"] = round(time.monotonic() - t_phase, 4)
+    t_phase = time.monotonic()
+    bres = be.run_many(baseline_ptx, spec, base_sets + run2, timeout=launch_timeout)
+    phases["baseline_runs"] = round(time.monotonic() - t_phase, 4)
+    t_phase = time.monotonic()
+    valid: list[int] = []
+    unwritten: dict[tuple[int, str], np.ndarray] = {}
+    base_writes_input: set[str] = set()
+    slowest = 0.0
+    for i, s in enumerate(base_sets):
+        r1, r2 = bres[i], bres[k + i]
+        ev["sets"].append(s.describe())
+        bad = [r for r in (r1, r2) if not r.ok]
+        if bad:
+            r = bad[0]
+            msg = f"baseline {r.status} on {s.label}: {r.error}" + (f"\n{r.log}" if r.log and r.status == "launch_error" else "")
+            if i == 0 or r.status in ("launch_error", "unsupported"):
+                return done(COULD_NOT_JUDGE, msg)
+            ev["notes"].append(msg + " (set dropped)")
+            continue
+        damaged = [f"{n}: {d}" for r in (r1, r2) for n, d in r.guard_damage.items()]
+        if damaged:
+            msg = f"baseline writes outside its buffers on {s.label} ({'; '.join(sorted(set(damaged)))})"
+            if i == 0:
+                return done(COULD_NOT_JUDGE, msg + ": the spec's buffer lengths look too small")
+            ev["notes"].append(msg + " (set dropped)")
+            continue
+        slowest = max(slowest, r1.elapsed or 0.0, r2.elapsed or 0.0)
+        # determinism of the baseline
+        for b in s.spec.buffers:
+            et = b.elem
+            x1, x2 = r1.outputs[b.name], r2.outputs[b.name]
+            if b.direction == "out":
+                p1, p2 = s.data[b.name], run2[i].data[b.name]
+                un = (_bits(x1, et) == _bits(p1, et)) & (_bits(x2, et) == _bits(p2, et))
+                unwritten[(i, b.name)] = un
+                diff = ~compare_values(x1, x2, et, policy) & ~un
+            else:
+                if r1.inputs_unchanged[b.name] and r2.inputs_unchanged[b.name]:
+                    continue
+                if b.direction == "in":
+                    base_writes_input.add(b.name)
+                diff = ~compare_values(x1, x2, et, policy)
+            if diff.any():
+                j = _first_diff(diff)
+                return done(COULD_NOT_JUDGE,
+                            f"the baseline is not deterministic: buffer {b.name!r} element {j} is "
+                            f"{format_value(x1, j, et)} in one run and {format_value(x2, j, et)} in another on "
+                            f"the same inputs ({s.label}; {int(diff.sum())} elements differ). Causes: atomics "
+                            f"order, uninitialised (shared) memory, or an output read before it is written "
+                            f"(declare it inout). A tolerance policy can absorb order-dependent float sums.")
+        valid.append(i)
+    if not valid:
+        return done(COULD_NOT_JUDGE, "no input set on which the baseline runs cleanly")
+    if base_writes_input:
+        ev["notes"].append(f"the baseline modifies buffers declared 'in': {sorted(base_writes_input)} (compared as outputs)")
+
+    # --- candidate, twice per set, one module load
+    cand_timeout = launch_timeout if launch_timeout else max(min_timeout, 50 * slowest)
+    ev["candidate_launch_timeout_s"] = cand_timeout
+    csets: list[InputSet] = []
+    for rep in (1, 2):
+        for i in valid:
+            s = base_sets[i]
+            new = {n: poison_unlike(bres[i].outputs[n], s.spec.param(n).elem, rng) for n in outs}
+            csets.append(s.with_outputs(new, rng, f"candidate-{rep}"))
+    phases["baseline_compare"] = round(time.monotonic() - t_phase, 4)
+    t_phase = time.monotonic()
+    cres = be.run_many(candidate_ptx, spec, csets, timeout=cand_timeout)
+    phases["candidate_runs"] = round(time.monotonic() - t_phase, 4)
+    t_phase = time.monotonic()
+
+    max_diff: dict[str, dict] = {}
+    for j, (cs, cr) in enumerate(zip(csets, cres)):
+        i = cs.index
+        rep = 1 if j < len(valid) else 2
+        base = bres[i]
+        where = f"{cs.label} (launch {rep})"
+        if cr.status == "unsupported":
+            return done(COULD_NOT_JUDGE, f"the backend cannot run the candidate: {cr.error}")
+        if cr.status == "timeout":
+            return done(REJECTED, f"the candidate timed out on {where}: {cr.error} "
+                                  f"(limit {cand_timeout:.3g} s; baseline's slowest launch {slowest * 1e3:.3g} ms)")
+        if cr.status == "crash":
+            return done(REJECTED, f"the candidate crashed on {where}: {cr.error}")
+        if cr.status == "launch_error":
+            return done(REJECTED, f"the candidate failed to load or launch: {cr.error}"
+                                  + (f"\n{cr.log}" if cr.log and cr.log not in (cr.error or "") else ""))
+        if cr.status != "ok":
+            return done(REJECTED, f"the candidate did not run on {where}: {cr.status} {cr.error or ''}")
+        if cr.guard_damage:
+            n, d = sorted(cr.guard_damage.items())[0]
+            return done(REJECTED, f"the candidate writes outside buffer {n!r} on {where}: {d}")
+        for b in cs.spec.buffers:
+            et = b.elem
+            if b.direction == "in" and b.name not in base_writes_input and not cr.inputs_unchanged[b.name]:
+                changed = np.nonzero(_bits(cr.outputs[b.name], et) != _bits(cs.data[b.name], et))[0]
+                jx = int(changed[0]) if changed.size else 0
+                mm = Mismatch(i, cs.label, rep, b.name, "value", jx, int(changed.size),
+                              format_value(cs.data[b.name], jx, et), format_value(cr.outputs[b.name], jx, et),
+                              b.length)
+                return done(REJECTED, f"the candidate writes its input buffer {b.name!r} (the baseline does not) on {where}", mm)
+            if b.direction == "in" and b.name not in base_writes_input:
+                continue                          # unchanged by both
+            x_b, x_c = base.outputs[b.name], cr.outputs[b.name]
+            un = unwritten.get((i, b.name)) if b.direction == "out" else None
+            bad, untouched = _compare_run(x_b, un, x_c, cs.data[b.name] if b.direction == "out" else None, et, policy)
+            written = ~un if un is not None else np.ones(x_b.shape, bool)
+            md = max_diff.setdefault(b.name, {"max_abs_diff": 0, "max_ulp_diff": 0} if et.is_float else {"max_abs_diff": 0})
+            if not policy.exact and et.is_float:
+                # under exact, accepted elements differ by 0 by definition
+                ok_el = written & ~bad
+                st = diff_stats(x_b[ok_el], x_c[ok_el], et)
+                for key, val in st.items():
+                    md[key] = max(md[key], val)
+            if bad.any():
+                jx = _first_diff(bad)
+                if un is not None and un[jx]:
+                    kind = "wrote_where_baseline_did_not"
+                    bval = "not written"
+                else:
+                    kind = "unwritten" if (untouched is not None and untouched[jx]) else "value"
+                    bval = format_value(x_b, jx, et)
+                cval = "not written (poison)" if kind == "unwritten" else format_value(x_c, jx, et)
+                dst = diff_stats(x_b[bad & written], x_c[bad & written], et) if (bad & written).any() else {}
+                mm = Mismatch(i, cs.label, rep, b.name, kind, jx, int(bad.sum()), bval, cval, b.length,
+                              dst.get("max_abs_diff"), dst.get("max_ulp_diff"))
+                return done(REJECTED, f"output differs: {mm.describe()}", mm)
+    phases["candidate_compare"] = round(time.monotonic() - t_phase, 4)
+    ev["max_diff"] = max_diff
+    ev["baseline_seconds"] = [r.elapsed for r in bres if r.elapsed is not None]
+    ev["candidate_seconds"] = [r.elapsed for r in cres if r.elapsed is not None]
+    n_launch = len(cres)
+    return done(ACCEPTED, f"identical on {len(valid)} input sets x 2 launches ({n_launch} candidate launches)"
+                if policy.exact else f"within {policy} on {len(valid)} input sets x 2 launches")

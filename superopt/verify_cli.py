@@ -1,0 +1,82 @@
+"""``superopt verify BASE.ptx CANDIDATE.ptx --kernel NAME [--spec FILE] [--backend gpu|emulator]``
+
+Exit status: 0 accepted, 1 rejected (with which input set, buffer, first differing index
+and both values), 2 could not be judged (no GPU, no spec, backend not available, baseline
+misbehaves, ...).
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from superopt.check import COULD_NOT_JUDGE, EXIT_CODES, Policy, Verdict, check
+from superopt.launch_spec import SpecError, load_spec
+
+__all__ = ["verify_command", "verify_files"]
+
+
+def verify_files(baseline: str, candidate: str, kernel: str, spec_file: str | None, *, backend: str = "gpu",
+                 policy: str = "exact", sets: int = 4, seed: int | None = None,
+                 timeout: float | None = None) -> Verdict:
+    """What the command does, as a function (for the driver and tests)."""
+    pol = Policy.parse(policy)
+
+    def cnj(reason: str) -> Verdict:
+        return Verdict(status=COULD_NOT_JUDGE, reason=reason, policy=str(pol))
+
+    try:
+        with open(baseline) as f:
+            base_ptx = f.read()
+        with open(candidate) as f:
+            cand_ptx = f.read()
+    except OSError as e:
+        return cnj(f"cannot read PTX: {e}")
+    if spec_file is None:
+        return cnj(f"no launch spec for {kernel!r}: give --spec FILE (TOML or JSON); "
+                   "kernels without a spec are not verifiable")
+    try:
+        spec = load_spec(spec_file, kernel=kernel)
+    except SpecError as e:
+        # a spec file with one spec under another name: accept it only if it is the only one
+        try:
+            spec = load_spec(spec_file)
+        except SpecError:
+            return cnj(f"launch spec: {e}")
+        if spec.kernel != kernel and kernel not in spec.kernel and spec.kernel not in kernel:
+            return cnj(f"launch spec: {e}")
+    if spec.kernel != kernel:
+        from dataclasses import replace
+        spec = replace(spec, kernel=kernel)
+    return check(base_ptx, cand_ptx, spec, backend=backend, policy=pol, sets=sets, seed=seed,
+                 launch_timeout=timeout)
+
+
+@click.command("verify")
+@click.argument("baseline", type=click.Path(dir_okay=False))
+@click.argument("candidate", type=click.Path(dir_okay=False))
+@click.option("--kernel", required=True, help="Kernel (.entry) name; a unique substring of the mangled name works.")
+@click.option("--spec", "spec_file", type=click.Path(dir_okay=False), help="Launch spec (TOML or JSON).")
+@click.option("--backend", default="gpu", show_default=True, help="gpu | emulator")
+@click.option("--policy", default="exact", show_default=True,
+              help="exact (bit-identical, NaN==NaN) | ulp:N | rel:X (opt-in tolerance, float buffers only)")
+@click.option("--sets", default=4, show_default=True, help="Input sets (each launched twice per kernel).")
+@click.option("--seed", type=int, default=None, help="Master seed (default: fresh from os.urandom).")
+@click.option("--timeout", type=float, default=None, help="Seconds per launch (default: 10 for the baseline, "
+              "max(2, 50x baseline) for the candidate).")
+@click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
+def verify_command(baseline, candidate, kernel, spec_file, backend, policy, sets, seed, timeout, as_json):
+    """Judge CANDIDATE against BASELINE: exit 0 accepted, 1 rejected, 2 could not judge."""
+    try:
+        Policy.parse(policy)
+    except ValueError as e:
+        click.echo(f"could not judge: {e}", err=True)
+        sys.exit(2)
+    v = verify_files(baseline, candidate, kernel, spec_file, backend=backend, policy=policy, sets=sets,
+                     seed=seed, timeout=timeout)
+    if as_json:
+        click.echo(json.dumps(v.to_dict(), indent=2, default=str))
+    else:
+        click.echo(v.summary())
+    sys.exit(EXIT_CODES[v.status])

@@ -1,0 +1,193 @@
+"""The differential check's logic on a CPU fake backend (no GPU needed)."""
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.judge.judge_fake_backend import FakeBackend, fake_ptx
+from superopt.backends.base import register_backend
+from superopt.check import (ACCEPTED, COULD_NOT_JUDGE, REJECTED, Policy, check, compare_values, diff_stats,
+                            entry_params, resolve_kernel)
+from superopt.launch_spec import elem_type, load_spec
+
+SPEC = replace(load_spec(str(Path(__file__).parent / "kernels" / "judge.toml")))
+SPEC = replace(SPEC, params=[replace(p, value=5000) if p.name == "n" else p for p in SPEC.params])
+BASE = fake_ptx("baseline")
+
+
+@pytest.fixture
+def fake():
+    return FakeBackend()
+
+
+def judge(cand, fake, **kw):
+    return check(BASE, fake_ptx(cand), SPEC, backend=fake, **kw)
+
+
+# ---------------------------------------------------------------- comparisons
+
+def test_nan_equals_nan_but_not_numbers():
+    et = elem_type("f32")
+    b = np.array([np.nan, 1.0, np.nan, 0.0, np.inf], np.float32)
+    c = np.array([0, 0, 0, 0, 0], np.uint32).view(np.float32).copy()
+    c[:] = [np.nan, 1.0, 2.0, -0.0, np.inf]
+    c[0] = np.array([0xFFC00001], np.uint32).view(np.float32)[0]        # another NaN payload, negative
+    eq = compare_values(b, c, et)
+    assert eq.tolist() == [True, True, False, False, True]               # -0.0 != +0.0 bitwise
+
+
+def test_policies():
+    et = elem_type("f32")
+    one = np.float32(1.0)
+    b = np.array([1.0, 1.0, 1e-30, np.inf, 3.0], np.float32)
+    c = np.array([np.nextafter(one, np.float32(2)), 1.001, 2e-30, np.float32(3.4e38), np.nan], np.float32)
+    assert compare_values(b, c, et).tolist() == [False] * 5
+    assert compare_values(b, c, et, Policy.parse("ulp:1")).tolist() == [True, False, False, False, False]
+    assert compare_values(b, c, et, Policy.parse("rel:1e-2")).tolist() == [True, True, False, False, False]
+    assert str(Policy.parse("rel:1e-2")) == "rel:0.01" and Policy.parse(None).exact
+    with pytest.raises(ValueError):
+        Policy.parse("loose")
+
+
+def test_diff_stats_and_ints():
+    et = elem_type("f64")
+    b = np.array([1.0, 2.0, np.nan])
+    c = np.array([1.0, 2.5, np.nan])
+    st = diff_stats(b, c, et)
+    assert st["max_abs_diff"] == 0.5 and st["max_ulp_diff"] > 0
+    et = elem_type("u8")
+    assert diff_stats(np.array([0, 255], np.uint8), np.array([255, 0], np.uint8), et)["max_abs_diff"] == 255
+
+
+def test_entry_params_parsing():
+    ptx = (Path(__file__).parent / "kernels" / "ptx" / "baseline.ptx").read_text()
+    ps = entry_params(ptx, "judge_kernel")
+    assert [(t, s) for _, t, s in ps] == [("u64", 8), ("u64", 8), ("u64", 8), ("f32", 4), ("u32", 4)]
+    assert entry_params(ptx, "nope") is None
+    assert resolve_kernel(ptx, "judge") == "judge_kernel"
+    arr = ".entry k(\n .param .align 8 .b8 k_param_0[24],\n .param .u32 k_param_1\n)\n{ ret; }"
+    assert [(t, s) for _, t, s in entry_params(arr, "k")] == [("b8", 24), ("u32", 4)]
+    assert entry_params(".entry e\n{\nret;\n}", "e") == []
+
+
+# ---------------------------------------------------------------- verdicts
+
+@pytest.mark.parametrize("variant", ["baseline", "nan_payload"])
+def test_equivalent_accepted(fake, variant):
+    v = judge(variant, fake)
+    assert v.status == ACCEPTED, v.summary()
+    assert v.exit_code == 0 and v.accepted
+    ev = v.evidence
+    assert len(ev["sets"]) == 4
+    ns = [s["scalars"]["n"] for s in ev["sets"]]
+    assert ns[0] == 5000 and all(n % 256 for n in ns)
+    assert any("specials" in s["distributions"].values() for s in ev["sets"])
+    assert ev["max_diff"]["out"]["max_ulp_diff"] == 0
+    assert fake.calls == 2                                   # baseline once, candidate once (module loads)
+
+
+@pytest.mark.parametrize("variant,expect", [
+    ("noop", "not written"),
+    ("block0", "not written"),
+    ("off_by_one", "outside buffer 'out'"),
+    ("ignore_input", "differs"),
+    ("fma", "differs"),
+    ("last_lane", "differs"),
+    ("cache", "not written"),
+    ("writes_input", "writes its input buffer 'x'"),
+    ("hang", "timed out"),
+    ("crash", "crashed"),
+])
+def test_cheats_rejected(fake, variant, expect):
+    v = judge(variant, fake)
+    assert v.status == REJECTED, v.summary()
+    assert v.exit_code == 1
+    assert expect in v.reason, v.reason
+    if v.mismatch:
+        assert v.mismatch.buffer in ("out", "x")
+        assert v.mismatch.baseline and v.mismatch.candidate
+
+
+def test_cache_rejected_on_second_launch(fake):
+    v = judge("cache", fake)
+    assert v.mismatch is not None
+    assert (v.mismatch.set_index, v.mismatch.run) != (0, 1)       # first launch was right
+
+
+def test_nondeterministic_baseline_not_judgeable(fake):
+    v = check(fake_ptx("noisy"), fake_ptx("noisy"), SPEC, backend=fake)
+    assert v.status == COULD_NOT_JUDGE and "not deterministic" in v.reason
+    assert v.exit_code == 2
+
+
+def test_tolerance_policy_absorbs_tiny_noise(fake):
+    exact = check(fake_ptx("tiny_noise"), fake_ptx("tiny_noise"), SPEC, backend=fake)
+    assert exact.status in (COULD_NOT_JUDGE, REJECTED)
+    v = check(fake_ptx("tiny_noise"), fake_ptx("tiny_noise"), SPEC, backend=fake, policy="ulp:1")
+    assert v.status == ACCEPTED, v.summary()
+    assert v.policy == "ulp:1"
+    assert v.evidence["max_diff"]["out"]["max_ulp_diff"] <= 1
+
+
+def test_tolerance_still_rejects_fma_beyond_bound(fake):
+    v = judge("ignore_input", fake, policy="rel:1e-6")
+    assert v.status == REJECTED
+
+
+def test_output_read_before_written_is_not_judgeable(fake):
+    v = check(fake_ptx("accumulate"), fake_ptx("accumulate"), SPEC, backend=fake)
+    assert v.status == COULD_NOT_JUDGE and "inout" in v.reason
+
+
+def test_backend_unavailable(fake):
+    v = check(BASE, BASE, SPEC, backend=FakeBackend(available=False))
+    assert v.status == COULD_NOT_JUDGE and "switched off" in v.reason
+
+
+def test_emulator_not_available_yet():
+    import importlib.util
+    if importlib.util.find_spec("superopt.backends.emulator") is not None:
+        pytest.skip("the emulator backend exists now")
+    v = check(BASE, BASE, SPEC, backend="emulator")
+    assert v.status == COULD_NOT_JUDGE and "emulator backend not available" in v.reason
+
+
+def test_registry_is_pluggable(fake):
+    register_backend("fake-for-test", lambda: fake)
+    v = check(BASE, fake_ptx("noop"), SPEC, backend="fake-for-test")
+    assert v.status == REJECTED
+
+
+def test_signature_change_rejected(fake):
+    sig = ".visible .entry judge_kernel(\n .param .u64 p0,\n .param .u64 p1,\n .param .u64 p2,\n .param .f32 p3\n)\n"
+    v = check(BASE, fake_ptx("baseline", sig), SPEC, backend=fake)
+    assert v.status == REJECTED and "parameters" in v.reason
+
+
+def test_spec_not_fitting_kernel(fake):
+    from superopt.launch_spec import Scalar
+    spec = replace(SPEC, params=SPEC.params[:-1] + [Scalar("n", "s64", 5000)])
+    v = check(BASE, BASE, spec, backend=fake)
+    assert v.status == COULD_NOT_JUDGE and "does not fit" in v.reason
+
+
+def test_missing_kernel(fake):
+    v = check(BASE, BASE, replace(SPEC, kernel="other"), backend=fake)
+    assert v.status == COULD_NOT_JUDGE
+
+
+def test_seed_reproduces_inputs(fake):
+    v1 = check(BASE, BASE, SPEC, backend=fake, seed=77)
+    v2 = check(BASE, BASE, SPEC, backend=fake, seed=77)
+    assert v1.evidence["sets"] == v2.evidence["sets"]
+    v3 = check(BASE, BASE, SPEC, backend=fake)
+    assert v3.evidence["seed"] != 77
+
+
+def test_verdict_json_round(fake):
+    import json
+    v = judge("fma", fake)
+    d = json.loads(json.dumps(v.to_dict(), default=str))
+    assert d["status"] == "rejected" and d["mismatch"]["buffer"] == "out"
+    assert "first difference" in v.summary()

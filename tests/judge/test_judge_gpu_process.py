@@ -1,0 +1,105 @@
+"""The GPU backend's process handling, with fake workers (CPU only): a hanging or dying
+runner must never take the caller down, and must be replaced on the next run."""
+import sys
+from pathlib import Path
+
+import pytest
+
+from superopt.backends.gpu import GpuBackend
+from superopt.check import COULD_NOT_JUDGE, check
+from superopt.inputs import make_input_set
+from superopt.launch_spec import load_spec
+
+HERE = Path(__file__).parent
+SPEC = load_spec(str(HERE / "kernels" / "judge.toml")).resolved({"n": 1000})
+PTX = (HERE / "kernels" / "ptx" / "baseline.ptx").read_text()
+
+
+def backend(mode, **kw):
+    b = GpuBackend(worker_cmd=[sys.executable, str(HERE / "judge_fake_worker.py"), mode], **kw)
+    b.jit_allowance = 1.0
+    b.grace_per_set = 0.5
+    return b
+
+
+def test_echo_worker_roundtrip():
+    b = backend("echo")
+    try:
+        assert b.available() == (True, "gpu: Fake GPU")
+        s = make_input_set(SPEC, seed=1)
+        r = b.run(PTX, SPEC, s, timeout=1)
+        assert r.status == "ok"
+        assert all(r.guards_intact.values()) and all(r.inputs_unchanged.values())
+        assert r.outputs["x"].tobytes() == s.data["x"].tobytes()
+    finally:
+        b.close()
+
+
+def test_hanging_worker_is_killed_and_replaced():
+    b = backend("hang")
+    try:
+        s = make_input_set(SPEC, seed=1)
+        r = b.run(PTX, SPEC, s, timeout=0.2)
+        assert r.status == "timeout" and "killed" in r.error
+        assert b._proc is None                 # killed
+        r = b.run(PTX, SPEC, s, timeout=0.2)   # a fresh worker is started
+        assert r.status == "timeout" and b.restarts == 0 and b._proc is None
+    finally:
+        b.close()
+
+
+def test_dying_worker_reports_crash_with_stderr():
+    b = backend("crash")
+    try:
+        r = b.run(PTX, SPEC, make_input_set(SPEC, seed=1), timeout=1)
+        assert r.status == "crash" and "segfault-ish" in r.error
+        r = b.run(PTX, SPEC, make_input_set(SPEC, seed=2), timeout=1)
+        assert r.status == "crash"
+    finally:
+        b.close()
+
+
+def test_fatal_reply_kills_worker():
+    b = backend("fatal")
+    try:
+        r = b.run(PTX, SPEC, make_input_set(SPEC, seed=1), timeout=1)
+        assert r.status == "crash" and "ILLEGAL_ADDRESS" in r.error
+        assert b._proc is None
+    finally:
+        b.close()
+
+
+@pytest.mark.parametrize("mode", ["nogpu", "die"])
+def test_no_gpu_is_could_not_judge(mode):
+    b = backend(mode, startup_timeout=20)
+    ok, why = b.available()
+    assert not ok and why.startswith("no GPU")
+    v = check(PTX, PTX, SPEC, backend=b)
+    assert v.status == COULD_NOT_JUDGE and v.exit_code == 2 and "no GPU" in v.reason
+    b.close()
+
+
+def test_slow_start_times_out():
+    b = backend("slow_start", startup_timeout=0.5)
+    ok, why = b.available()
+    assert not ok and "did not start" in why
+    b.close()
+
+
+def test_shared_memory_blob_transport(tmp_path):
+    import numpy as np
+    from superopt.backends import _proto
+    from superopt.backends.gpu import _load_file_buffers
+    blobs = [np.arange(1000, dtype=np.uint8), np.zeros(0, np.uint8), np.frombuffer(b"xyz" * 999, np.uint8)]
+    desc = _proto.write_blobs(blobs)
+    try:
+        got = _proto.read_blobs(desc)
+        assert [g.tobytes() for g in got] == [b.tobytes() for b in blobs]
+        assert all(o % 64 == 0 for o, _ in desc["items"])
+    finally:
+        _proto.remove(desc["file"])
+    out = tmp_path / "out"
+    out.write_bytes(b"abcdef")
+    results = [{"buffers": [(("file", 2, 3), b"f", b"b"), (None, b"f", b"b")]}, {"buffers": None}]
+    _load_file_buffers(results, str(out))
+    assert results[0]["buffers"][0][0].tobytes() == b"cde" and results[0]["buffers"][1][0] is None

@@ -1,0 +1,121 @@
+"""Input generation: distributions, specials, never-all-zero, fresh seeds, poison (CPU only)."""
+import numpy as np
+import pytest
+
+from superopt.inputs import (FLOAT_DISTS, INT_DISTS, complement_poison, float_specials, fresh_seed, generate,
+                             is_nan_bits, make_input_set, make_rng, poison, poison_unlike, size_variants)
+from superopt.launch_spec import ELEM_TYPES, LaunchSpec, elem_type, load_spec
+from pathlib import Path
+
+SPEC = load_spec(str(Path(__file__).parent / "kernels" / "judge.toml"))
+FLOATS = [t for t in ELEM_TYPES.values() if t.is_float]
+INTS = [t for t in ELEM_TYPES.values() if not t.is_float]
+
+
+def test_fresh_seeds_differ():
+    seeds = {fresh_seed() for _ in range(20)}
+    assert len(seeds) == 20
+    a = make_input_set(SPEC)
+    b = make_input_set(SPEC)
+    assert a.seed != b.seed
+    assert not np.array_equal(a.data["x"], b.data["x"])
+
+
+def test_seeded_is_reproducible():
+    a = make_input_set(SPEC, seed=123, index=2)
+    b = make_input_set(SPEC, seed=123, index=2)
+    for k in a.data:
+        assert a.data[k].tobytes() == b.data[k].tobytes()
+    assert a.guards == b.guards
+
+
+@pytest.mark.parametrize("et", FLOATS, ids=lambda t: t.name)
+def test_specials_present(et):
+    rng = make_rng(1)
+    a = generate(et, 1000, "specials", rng)
+    sp = float_specials(et)
+    bits = a.view(et.bits_dtype)
+    for s in sp.view(et.bits_dtype):
+        assert s in bits, hex(int(s))
+    assert is_nan_bits(a, et).any()
+    f = a.astype(np.float64) if et.name != "bf16" else None
+    if f is not None:
+        assert np.isinf(f).any() and (np.signbit(f) & (f == 0)).any()
+
+
+@pytest.mark.parametrize("et", FLOATS + INTS, ids=lambda t: t.name)
+@pytest.mark.parametrize("n", [1, 2, 7, 1000])
+def test_never_all_zero(et, n):
+    dists = FLOAT_DISTS if et.is_float else INT_DISTS
+    for d in dists:
+        for seed in range(5):
+            a = generate(et, n, d, make_rng(seed))
+            assert a.size == n
+            assert a.view(et.bits_dtype).any(), (et.name, d, n)
+
+
+def test_uniform_small_int_single_element_zero_is_fixed():
+    # many seeds so that some draw a zero for n=1
+    for seed in range(200):
+        a = generate("s32", 1, "uniform_small", make_rng(seed))
+        assert a[0] != 0
+
+
+def test_index_distribution_bounds():
+    a = generate("s32", 5000, "index:0..n", make_rng(3), {"n": 37})
+    assert a.min() >= 0 and a.max() < 37 and len(np.unique(a)) == 37
+    b = generate("u32", 100, "index:n-4..n", make_rng(3), {"n": 10})
+    assert set(b.tolist()) <= {6, 7, 8, 9}
+    with pytest.raises(Exception):
+        generate("s32", 10, "index:5..5", make_rng(1))
+    with pytest.raises(Exception):
+        generate("f32", 10, "index:0..5", make_rng(1))
+
+
+def test_int_near_bounds_hits_extremes():
+    et = elem_type("s16")
+    a = generate(et, 2000, "near_bounds", make_rng(5))
+    assert a.min() == -32768 and a.max() == 32767 and (a == -1).any()
+
+
+@pytest.mark.parametrize("et", FLOATS + INTS, ids=lambda t: t.name)
+def test_poisons_differ_everywhere(et):
+    rng = make_rng(9)
+    p1 = poison(et, 4096, rng)
+    p2 = complement_poison(p1, et, rng)
+    assert (p1.view(et.bits_dtype) != p2.view(et.bits_dtype)).all()
+    if et.is_float:
+        assert is_nan_bits(p1, et).all() and not is_nan_bits(p2, et).any()
+    p3 = poison(et, 4096, rng)
+    assert (p1.view(et.bits_dtype) != p3.view(et.bits_dtype)).any()      # differs between runs
+
+
+@pytest.mark.parametrize("et", FLOATS + INTS, ids=lambda t: t.name)
+def test_poison_unlike_reference(et):
+    from superopt.check import compare_values, Policy
+    rng = make_rng(11)
+    ref = generate(et, 3000, "specials" if et.is_float else "full", rng)
+    if not et.is_float:
+        ref[:100] = 0
+    p = poison_unlike(ref, et, rng)
+    for pol in (Policy(), Policy("ulp", 1e9), Policy("rel", 0.5)):
+        assert not compare_values(ref, p, et, pol).any()
+
+
+def test_input_set_contents():
+    s = make_input_set(SPEC, seed=5, index=1, scalars={"n": 1000})
+    assert s.spec.grid == (4, 1, 1)
+    assert s.data["x"].size == 1000 and s.data["out"].size == 1000
+    assert is_nan_bits(s.data["out"], elem_type("f32")).all()           # poisoned output
+    assert s.distributions["out"] == "poison" and s.distributions["x"] == "specials"
+    for front, back in s.guards.values():
+        assert len(front) == 256 and len(back) == 256 and front != back
+
+
+def test_size_variants_not_multiples_of_block():
+    vs = size_variants(SPEC, 6, make_rng(2))
+    assert vs[0] == {}
+    ns = [v["n"] for v in vs[1:]]
+    assert all(1 <= n < 100000 and n % 256 != 0 for n in ns)
+    fixed = LaunchSpec.from_dict({**SPEC.to_dict(), "vary_sizes": False})
+    assert size_variants(fixed, 3, make_rng(2)) == [{}, {}, {}]
