@@ -58,7 +58,7 @@ def find_spec(module, kernel: str, *, source: str | None, config: dict | None):
     result = spec_inference.infer_specs(module, kernel, source_text=source_text, config=config)
     specs = getattr(result, "specs", None)
     if specs:
-        return specs[0], getattr(result, "origin", "inferred")
+        return list(specs), getattr(result, "origin", "inferred")
     return None, getattr(result, "reason", "no launch spec")
 
 

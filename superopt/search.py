@@ -137,8 +137,15 @@ def evaluate(candidate: Candidate, baseline_ptx: str, spec, judge: Judge, target
         return entry
     res = static.resources.get(candidate.kernel)
     entry["resources"] = rec.resources_dict(res)
-    verdict = judge.verify(baseline_ptx, candidate.ptx, spec)
+    # Every launch shape of the spec must agree (inferred specs come with several).
+    specs = spec if isinstance(spec, (list, tuple)) else [spec]
+    verdict = None
+    for one in specs:
+        verdict = judge.verify(baseline_ptx, candidate.ptx, one)
+        if verdict.status != "accepted":
+            break
     entry["verdict"] = verdict.to_dict()
+    entry["launch_shapes_checked"] = len(specs)
     if verdict.status == "rejected":
         entry.update(fate="rejected-check", reason=verdict.reason)
         return entry
@@ -148,7 +155,7 @@ def evaluate(candidate: Candidate, baseline_ptx: str, spec, judge: Judge, target
     if not judge.can_time:
         entry.update(fate="verified", reason=f"verified on the {judge.backend}; no GPU, so no measured speed")
         return entry
-    timing = judge.time(baseline_ptx, candidate.ptx, spec)
+    timing = judge.time(baseline_ptx, candidate.ptx, specs[0])
     entry["timing"] = timing.to_dict()
     entry["speedup"] = timing.speedup
     if timing.status != "ok":
@@ -179,7 +186,8 @@ def search_kernel(module: ptx_ir.Module, kernel: str, spec, *, target: str, opti
     if spec is None:
         record.update(status="not-verifiable", reason="no launch spec (none given, none inferred)")
         return KernelResult(kernel, record, None)
-    record["spec"] = spec.to_dict() if hasattr(spec, "to_dict") else spec
+    specs = spec if isinstance(spec, (list, tuple)) else [spec]
+    record["spec"] = [s.to_dict() if hasattr(s, "to_dict") else s for s in specs]
     if judge is None:
         record.update(status="kept-baseline", reason="no backend to judge candidates")
         return KernelResult(kernel, record, None)
@@ -226,7 +234,7 @@ def search_kernel(module: ptx_ir.Module, kernel: str, spec, *, target: str, opti
             run([combo])
 
     record["candidates"] = entries
-    winner = _choose(entries, by_id, judge, options, kernel, record)
+    winner = _choose(entries, by_id, judge, options, kernel, record, baseline_ptx)
     record["seconds"] = round(time.monotonic() - started, 3)
     return KernelResult(kernel, record, winner)
 
@@ -235,7 +243,8 @@ def _function_text(candidate: Candidate, kernel: str) -> str:
     return ptx_ir.printer.emit_function(ptx_ir.parse(candidate.ptx).function(kernel))
 
 
-def _choose(entries, by_id, judge: Judge, options: SearchOptions, kernel: str, record: dict):
+def _choose(entries, by_id, judge: Judge, options: SearchOptions, kernel: str, record: dict,
+            baseline_ptx: str):
     if judge.can_time:
         winners = [e for e in entries if e["fate"] == "faster"]
         if not winners:
@@ -254,9 +263,15 @@ def _choose(entries, by_id, judge: Judge, options: SearchOptions, kernel: str, r
                              "(set NVCC_PLUS_NO_GPU=estimate to choose by a static estimate)"
                       if verified else "no candidate verified")
         return None
-    scored = [(static_estimate(by_id[e["id"]].ptx, kernel), e) for e in verified]
-    scored.sort(key=lambda t: t[0])
-    cost, best = scored[0]
+    base_cost = static_estimate(baseline_ptx, kernel)
+    scored = sorted(((static_estimate(by_id[e["id"]].ptx, kernel), i, e) for i, e in enumerate(verified)),
+                    key=lambda t: (t[0], t[1]))
+    cost, _, best = scored[0]
+    if cost >= base_cost:
+        record.update(status="kept-baseline",
+                      reason=f"no GPU: no verified candidate is cheaper than nvcc's code by the static estimate "
+                             f"({base_cost:g})")
+        return None
     best["fate"] = "estimate-winner"
     best["ptx"] = _function_text(by_id[best["id"]], kernel)
     best["estimated_cost"] = cost

@@ -124,13 +124,20 @@ def test_no_spec_is_not_verifiable():
     assert result.record["status"] == "not-verifiable" and result.winner is None
 
 
-def test_no_gpu_applies_nothing_by_default_and_estimates_only_on_request():
+def test_no_gpu_applies_nothing_by_default_and_estimates_only_on_request(monkeypatch):
     judge = ScriptedJudge(can_time=False)
     kept = search_kernel(module(), KERNEL, {"x": 1}, target="sm_90", options=OPTS, judge=judge)
     assert kept.winner is None and "no GPU" in kept.record["reason"]
-    est = search_kernel(module(), KERNEL, {"x": 1}, target="sm_90",
-                        options=SearchOptions(passes=OPTS.passes, no_gpu="estimate"), judge=judge)
+    estimate_opts = SearchOptions(passes=OPTS.passes, no_gpu="estimate")
+    same = search_kernel(module(), KERNEL, {"x": 1}, target="sm_90", options=estimate_opts, judge=judge)
+    assert same.winner is None and "cheaper" in same.record["reason"]   # commuting costs the same
+    import superopt.search as search_mod
+    real = search_mod.static_estimate
+    monkeypatch.setattr(search_mod, "static_estimate",
+                        lambda ptx, k: real(ptx, k) - ("%r6, 3, %r5" in ptx))
+    est = search_kernel(module(), KERNEL, {"x": 1}, target="sm_90", options=estimate_opts, judge=judge)
     assert est.record["decision"] == "estimate" and est.winner is not None
+    assert est.record["candidates"][0]["fate"] == "estimate-winner"
 
 
 def test_budget_exhaustion_is_recorded():
