@@ -439,7 +439,7 @@ def _decode_setp(inst, text):
     ftz = ".ftz" in mods
     fmt = _fmt(st)
     if st.endswith("x2"):
-        raise Unsupported(text)
+        return _decode_setp_x2(inst, text, cmpop, boolop, is_set, dtype_, st, fmt)
     if is_float(st):
         def cmp(a, b):
             if ftz and st == ".f32":
@@ -459,6 +459,10 @@ def _decode_setp(inst, text):
     if is_set:
         if dtype_ == ".f32":
             one, zero = np.float32(1.0), np.float32(0.0)
+        elif dtype_ == ".f16":
+            one, zero = np.float16(1.0), np.float16(0.0)
+        elif dtype_ == ".bf16":
+            one, zero = np.uint16(0x3F80), np.uint16(0)
         elif dtype_ in (".u32", ".s32", ".b32"):
             one = natural_dtype(dtype_).type(-1) if dtype_ == ".s32" else np.uint32(0xFFFFFFFF)
             zero = natural_dtype(dtype_).type(0)
@@ -502,3 +506,40 @@ def _decode_cvt(inst, text):
         raise Unsupported(text)
     f = convert.make_cvt(dt_, at, rnd, ftz, sat, relu)
     return AluSpec([dt_], [at], f)
+
+
+def _decode_setp_x2(inst, text, cmpop, boolop, is_set, dtype_, st, fmt):
+    """setp/set on packed f16x2/bf16x2: one result per half."""
+    if cmpop not in ("eq", "ne", "lt", "le", "gt", "ge", "equ", "neu", "ltu", "leu", "gtu", "geu",
+                     "num", "nan"):
+        raise Unsupported(text)
+
+    def halves(a, b):
+        al, ah = _split2(a, fmt)
+        bl, bh = _split2(b, fmt)
+        if fmt == "bf16":
+            al, ah, bl, bh = (fp.bf16_bits_to_f32(x) for x in (al, ah, bl, bh))
+        return floatops.float_cmp(cmpop, al, bl), floatops.float_cmp(cmpop, ah, bh)
+
+    bf = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}.get(boolop)
+    if is_set:
+        if dtype_ in (".u32", ".s32", ".b32"):
+            one = np.uint32(0xFFFF)
+        elif dtype_ == ".f16x2":
+            one = np.uint32(0x3C00)
+        elif dtype_ == ".bf16x2":
+            one = np.uint32(0x3F80)
+        else:
+            raise Unsupported(text)
+
+        def pack(lo, hi):
+            r = np.where(lo, one, np.uint32(0)) | (np.where(hi, one, np.uint32(0)) << np.uint32(16))
+            return r.astype(np.uint32).view(natural_dtype(dtype_)) if dtype_ != ".f16x2" else r.astype(np.uint32)
+        if bf:
+            return AluSpec([dtype_], [st, st, ".pred"],
+                           lambda a, b, c: pack(*(bf(x, c) for x in halves(a, b))))
+        return AluSpec([dtype_], [st, st], lambda a, b: pack(*halves(a, b)))
+    if bf:
+        return AluSpec([".pred", ".pred"], [st, st, ".pred"],
+                       lambda a, b, c: tuple(bf(x, c) for x in halves(a, b)))
+    return AluSpec([".pred", ".pred"], [st, st], halves)

@@ -70,8 +70,15 @@ def _int_to_exact_pair(x, at):
 
 def int_to_float(x, dt_, at, mode, ftz, sat):
     at = _canon_int_type(at)
-    s, e = _int_to_exact_pair(x, at)
     fmt = _FMT[dt_]
+    if type_size(at) <= 4 and not sat and not ftz:
+        v = np.asarray(x).astype(f64)                  # exact
+        if fmt == "f64":
+            return v
+        if fmt == "f32" and mode == "rn":
+            return v.astype(f32)
+        return fp.round_f64(v, fmt, mode)
+    s, e = _int_to_exact_pair(x, at)
     if fmt == "f64":
         r = fp.step_directed(s, e, mode)
     else:
@@ -86,11 +93,39 @@ def int_to_float(x, dt_, at, mode, ftz, sat):
     return r
 
 
+def _nan_int(dt_, at):
+    """The integer a GPU's conversion gives for NaN (recorded on an H200): 0 from
+    f16/bf16/f32 to 32 bits or fewer; the 'integer indefinite' 0x80..0 to 64 bits and from
+    f64 (saturated to the destination type where it is narrower)."""
+    if type_size(dt_) == 8:
+        return 1 << 63
+    if at != ".f64":
+        return 0
+    if dt_ in (".s32", ".u32"):
+        return 1 << 31
+    if dt_ in (".s16", ".s8"):
+        return _INT_RANGE[dt_][0]
+    return None          # not recorded: f64 NaN to u8/u16
+
+
 def float_to_int(x, dt_, at, irnd, ftz):
     dt_ = _canon_int_type(dt_)
     if at == ".f32" and ftz:
         x = fp.ftz(x)
     v = _float_to_f64(x, at)
+    nanv = np.isnan(v)
+    if nanv.any():
+        nv = _nan_int(dt_, at)
+        if nv is None:
+            raise Unsupported(f"cvt{'.' + irnd}{dt_}{at} of a NaN")
+        r = _float_to_int_num(np.where(nanv, 0.0, v), dt_, irnd)
+        bits = type_size(dt_) * 8
+        return np.where(nanv, UINT_OF_SIZE[type_size(dt_)](nv & ((1 << bits) - 1)).view(natural_dtype(dt_)),
+                        r).astype(natural_dtype(dt_))
+    return _float_to_int_num(v, dt_, irnd)
+
+
+def _float_to_int_num(v, dt_, irnd):
     if irnd == "rni":
         r = np.rint(v)
     elif irnd == "rzi":
@@ -122,9 +157,50 @@ def float_to_int(x, dt_, at, irnd, ftz):
     return r.astype(i64).astype(natural_dtype(dt_))
 
 
+def _nan_convert(x, dt_, at):
+    """NaN results of float-to-float cvt, as recorded on an H200: to or from f64 the NaN
+    keeps its sign and leading payload bits (quieted); bf16 to f32 copies the bits; every
+    other conversion gives the canonical NaN of the destination."""
+    fmt_d = _FMT[dt_]
+    if at == ".bf16" and fmt_d == "f32":
+        return (np.asarray(x, np.uint16).astype(np.uint32) << np.uint32(16)).view(f32)
+    if at == ".f64" or fmt_d == "f64":
+        v = _float_to_f64(x, at) if at != ".f64" else np.asarray(x, f64)
+        if at == ".f64" and fmt_d == "f64":
+            return fp.quiet64(v)
+        if fmt_d == "f64":
+            return fp.quiet64(v)             # numpy widening keeps sign and payload
+        b = np.asarray(x, f64).view(u64)
+        sign = (b >> u64(63)).astype(u32)
+        man = b & u64(0x000FFFFFFFFFFFFF)
+        if fmt_d == "f32":
+            r = (sign << u32(31)) | u32(0x7FC00000) | (man >> u64(29)).astype(u32)
+            return r.astype(u32).view(f32)
+        if fmt_d == "f16":
+            r = (sign.astype(np.uint16) << np.uint16(15)) | np.uint16(0x7E00) | (man >> u64(42)).astype(np.uint16)
+            return r.astype(np.uint16).view(np.float16)
+        r = (sign.astype(np.uint16) << np.uint16(15)) | np.uint16(0x7FC0) | (man >> u64(45)).astype(np.uint16)
+        return r.astype(np.uint16)
+    if fmt_d == "f32":
+        return np.full(np.shape(x), fp.QNAN_F32.view(f32))
+    if fmt_d == "f16":
+        return np.full(np.shape(x), fp.QNAN_F16.view(np.float16))
+    return np.full(np.shape(x), fp.QNAN_BF16)
+
+
 def float_to_float(x, dt_, at, rnd, ftz, sat, relu=False):
     """cvt between float types; ``rnd`` is an fp mode (rn/rz/rm/rp), an integer rounding
     (rni/rzi/rmi/rpi, same type only) or None."""
+    r = _float_to_float_num(x, dt_, at, rnd, ftz, sat, relu)
+    if sat:
+        return r
+    src_nan = np.isnan(_float_to_f64(x, at))
+    if src_nan.any():
+        r = np.where(src_nan, _nan_convert(x, dt_, at), r).astype(r.dtype)
+    return r
+
+
+def _float_to_float_num(x, dt_, at, rnd, ftz, sat, relu=False):
     fmt_d = _FMT[dt_]
     if at == ".f32" and ftz:
         x = fp.ftz(x)
@@ -148,7 +224,10 @@ def float_to_float(x, dt_, at, rnd, ftz, sat, relu=False):
         return fp.f64_to_bf16_bits(v, mode)
     r = fp.canon_nan(np.asarray(r))
     if fmt_d == "f32" and ftz:
-        r = fp.ftz(r)
+        # flushed when the value before rounding is below the smallest normal
+        tiny = (np.abs(v) < 2.0 ** -126) & (v != 0)
+        if tiny.any():
+            r = np.where(tiny, np.where(np.signbit(v), f32(-0.0), f32(0.0)), r)
     return r
 
 

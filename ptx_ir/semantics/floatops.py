@@ -17,15 +17,24 @@ def _bits(x):
     return x.view(_UT[x.dtype.itemsize])
 
 
+def _nan_result(a, r):
+    """neg/abs of a NaN: f32 gives the canonical NaN, f64 the operand quieted (sign kept)."""
+    n = np.isnan(a)
+    if not n.any():
+        return r
+    if a.dtype == f64:
+        return np.where(n, fp.quiet64(a), r)
+    return np.where(n, fp.QNAN_F32.view(f32), r)
+
+
 def fneg(a):
-    """neg.f: flips the sign bit (NaN included)."""
     a = np.asarray(a)
-    return (_bits(a) ^ _SIGN[a.dtype.itemsize]).view(a.dtype)
+    return _nan_result(a, (_bits(a) ^ _SIGN[a.dtype.itemsize]).view(a.dtype))
 
 
 def fabs(a):
     a = np.asarray(a)
-    return (_bits(a) & ~_SIGN[a.dtype.itemsize]).view(a.dtype)
+    return _nan_result(a, (_bits(a) & ~_SIGN[a.dtype.itemsize]).view(a.dtype))
 
 
 def copysign(a, b):
@@ -53,6 +62,8 @@ def _minmax(a, b, is_max, nan_prop=False):
         r = np.where(an | bn, np.array(np.nan, dt), r)
     else:
         r = np.where(an, b, np.where(bn, a, r))
+    if dt == f64:
+        return fp.nan_prop64(np.asarray(r, dt), a, b)
     return fp.canon_nan(np.asarray(r, dt))
 
 
@@ -87,8 +98,8 @@ def testp(op, a):
     if op == "notanumber":
         return np.isnan(a)
     tiny = np.finfo(a.dtype).tiny
-    if op == "normal":
-        return np.isfinite(a) & (np.abs(a) >= tiny)
+    if op == "normal":        # a GPU counts zero as normal
+        return np.isfinite(a) & ((np.abs(a) >= tiny) | (a == 0))
     if op == "subnormal":
         return (np.abs(a) < tiny) & (a != 0)
     raise ValueError(op)

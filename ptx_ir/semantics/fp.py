@@ -55,6 +55,37 @@ def canon_nan(r: np.ndarray) -> np.ndarray:
     return np.where(nan, q, r)
 
 
+_QUIET64 = np.uint64(0x0008000000000000)
+DEFAULT_NAN_F64 = np.uint64(0xFFF8000000000000)
+
+
+def nan_prop64(r, *ops):
+    """f64 NaN results as a GPU makes them: the first NaN operand, quieted (payload and
+    sign kept); a NaN created from non-NaN operands is 0xFFF8000000000000."""
+    r = np.asarray(r, f64)
+    nan = np.isnan(r)
+    if not nan.any():
+        return r
+    out = np.full(r.shape, DEFAULT_NAN_F64, u64)
+    done = np.zeros(r.shape, bool)
+    for o in ops:
+        o = np.broadcast_to(np.asarray(o, f64), r.shape)
+        on = np.isnan(o) & ~done
+        if on.any():
+            out = np.where(on, o.view(u64) | _QUIET64, out)
+            done |= on
+    return np.where(nan, out.view(f64), r)
+
+
+def quiet64(x):
+    """A NaN's quiet version (sign and payload kept), other values unchanged."""
+    x = np.asarray(x, f64)
+    n = np.isnan(x)
+    if not n.any():
+        return x
+    return np.where(n, (x.view(u64) | _QUIET64).view(f64), x)
+
+
 def ftz(x: np.ndarray) -> np.ndarray:
     """Flush f32 subnormals to sign-preserving zero."""
     x = np.asarray(x, f32)
@@ -251,8 +282,38 @@ def _pre32(a, ftz_):
     return ftz(a) if ftz_ else a
 
 
+_TINY32 = 2.0 ** -126
+
+
+def _zero_sign(r, x, y, mode):
+    """IEEE sign of an exactly zero sum x + y: +0 unless both are -0 (rn/rz/rp); -0 unless
+    both are +0 (rm)."""
+    zero = (x + y) == 0
+    if not np.any(zero):
+        return r
+    xn, yn = np.signbit(x), np.signbit(y)
+    neg = (xn | yn) if mode == "rm" else (xn & yn)
+    z = np.where(neg, -0.0, 0.0).astype(r.dtype)
+    return np.where(zero, z, r)
+
+
+def _finish32(ref, mode, ftz_, sat_, x=None, y=None):
+    """Round an exact-or-round-to-odd float64 result to f32 (mode, ftz before rounding, sat)."""
+    r = f64_to_f32(ref, mode)
+    if x is not None:
+        r = _zero_sign(r, x, y, mode)
+    if ftz_:
+        tiny = (np.abs(ref) < _TINY32) & (ref != 0)
+        if np.any(tiny):
+            r = np.where(tiny, np.where(np.signbit(ref), f32(-0.0), f32(0.0)), r)
+    r = canon_nan(_arr(r, f32))
+    if sat_:
+        r = sat(r)
+    return r
+
+
 def _post32(r, ftz_, sat_):
-    r = canon_nan(r)
+    r = canon_nan(_arr(r, f32))
     if ftz_:
         r = ftz(r)
     if sat_:
@@ -260,42 +321,54 @@ def _post32(r, ftz_, sat_):
     return r
 
 
-def f32_add(a, b, mode="rn", ftz_=False, sat_=False):
+def _sum_ro(x, y):
+    s, e = two_sum(x, y)
+    return round_to_odd(s, np.where(np.isfinite(s), e, 0.0))
+
+
+def f32_add(a, b, mode="rn", ftz_=False, sat_=False, _neg_b=False):
     a, b = _pre32(a, ftz_), _pre32(b, ftz_)
-    if mode == "rn":
-        r = a + b
-    else:
-        s, e = two_sum(a.astype(f64), b.astype(f64))
-        r = f64_to_f32(round_to_odd(s, np.where(np.isfinite(s), e, 0.0)), mode)
-    return _post32(_arr(r, f32), ftz_, sat_)
+    if _neg_b:
+        b = -b
+    if mode == "rn" and not ftz_:
+        return _post32(a + b, False, sat_)
+    a64, b64 = a.astype(f64), b.astype(f64)
+    return _finish32(_sum_ro(a64, b64), mode, ftz_, sat_, a64, b64)
 
 
 def f32_sub(a, b, mode="rn", ftz_=False, sat_=False):
-    return f32_add(a, -_arr(b, f32), mode, ftz_, sat_)
+    return f32_add(a, b, mode, ftz_, sat_, _neg_b=True)
 
 
 def f32_mul(a, b, mode="rn", ftz_=False, sat_=False):
     a, b = _pre32(a, ftz_), _pre32(b, ftz_)
-    if mode == "rn":
-        r = a * b
-    else:
-        r = f64_to_f32(a.astype(f64) * b.astype(f64), mode)   # exact product
-    return _post32(_arr(r, f32), ftz_, sat_)
+    if mode == "rn" and not ftz_:
+        return _post32(a * b, False, sat_)
+    return _finish32(a.astype(f64) * b.astype(f64), mode, ftz_, sat_)   # exact product
 
 
 def f32_fma(a, b, c, mode="rn", ftz_=False, sat_=False):
     a, b, c = _pre32(a, ftz_), _pre32(b, ftz_), _pre32(c, ftz_)
     p = a.astype(f64) * b.astype(f64)           # exact
-    s, e = two_sum(p, np.broadcast_to(c.astype(f64), p.shape) if np.ndim(p) else c.astype(f64))
-    fin = np.isfinite(s)
-    s = round_to_odd(s, np.where(fin, e, 0.0))
-    # an exact zero sum: IEEE sign rules (x + -x = +0 except in rm)
-    r = f64_to_f32(s, mode)
-    if mode == "rm":
-        zero = (s == 0) & ~((p == 0) & (c == 0))
-        if np.any(zero):
-            r = np.where(zero, f32(-0.0), r)
-    return _post32(_arr(r, f32), ftz_, sat_)
+    c64 = c.astype(f64)
+    if p.shape != c64.shape:
+        p, c64 = np.broadcast_arrays(p, c64)
+    if mode == "rn" and not ftz_ and not sat_:
+        # fast path: f64 sum then f32 rounding is exact unless the f64 sum was inexact and
+        # landed on an f32 rounding boundary, or the result is f32-subnormal
+        s = p + c64
+        r = s.astype(f32)
+        bits = s.view(u64) & u64(0x1FFFFFFF)
+        # f32-subnormal results and exact zeros (sign rules) take the careful path too
+        risky = (bits == u64(0x10000000)) | (np.abs(r) < f32(_TINY32))
+        if not risky.any():
+            return canon_nan(r)
+        ix = np.flatnonzero(risky)
+        pr, cr = p.reshape(-1)[ix], c64.reshape(-1)[ix]
+        r = r.reshape(-1).copy()
+        r[ix] = _finish32(_sum_ro(pr, cr), mode, False, False, pr, cr)
+        return canon_nan(r.reshape(s.shape))
+    return _finish32(_sum_ro(p, c64), mode, ftz_, sat_, p, c64)
 
 
 def _div_resid_sign(q, a, b):
@@ -308,18 +381,16 @@ def _div_resid_sign(q, a, b):
 
 def f32_div(a, b, mode="rn", ftz_=False, sat_=False):
     a, b = _pre32(a, ftz_), _pre32(b, ftz_)
-    if mode == "rn":
-        r = a / b
-    else:
-        a64, b64 = a.astype(f64), b.astype(f64)
-        q = a64 / b64
-        ok = np.isfinite(q) & (q != 0) & np.isfinite(a64) & np.isfinite(b64)
-        safe_b = np.where(ok, b64, 1.0)
-        safe_q = np.where(ok, q, 1.0)
-        safe_a = np.where(ok, a64, 1.0)
-        e = np.where(ok, _div_resid_sign(safe_q, safe_a, safe_b), 0.0)
-        r = f64_to_f32(round_to_odd(q, e), mode)
-    return _post32(_arr(r, f32), ftz_, sat_)
+    if mode == "rn" and not ftz_:
+        return _post32(a / b, False, sat_)
+    a64, b64 = a.astype(f64), b.astype(f64)
+    q = a64 / b64
+    ok = np.isfinite(q) & (q != 0) & np.isfinite(a64) & np.isfinite(b64)
+    safe_b = np.where(ok, b64, 1.0)
+    safe_q = np.where(ok, q, 1.0)
+    safe_a = np.where(ok, a64, 1.0)
+    e = np.where(ok, _div_resid_sign(safe_q, safe_a, safe_b), 0.0)
+    return _finish32(round_to_odd(q, e), mode, ftz_, sat_)
 
 
 def f32_sqrt(a, mode="rn", ftz_=False):
@@ -344,12 +415,13 @@ def f32_rcp(a, mode="rn", ftz_=False):
 
 # ------------------------------------------------------------------ f64 arithmetic
 
-def _post64(r):
-    return canon_nan(_arr(r, f64))
+def _post64(r, *ops):
+    return nan_prop64(_arr(r, f64), *ops)
 
 
-def f64_add(a, b, mode="rn"):
-    a, b = _arr(a, f64), _arr(b, f64)
+def f64_add(a, b, mode="rn", _neg_b=False):
+    a, b0 = _arr(a, f64), _arr(b, f64)
+    b = -b0 if _neg_b else b0
     s = a + b
     if mode != "rn":
         fin = np.isfinite(s)
@@ -360,15 +432,12 @@ def f64_add(a, b, mode="rn"):
         ovf = ~fin & np.isfinite(a) & np.isfinite(b)
         if ovf.any():
             r = np.where(ovf, _overflow_value(s, mode), r)
-        if mode == "rm":
-            zero = (s == 0) & ~((a == 0) & (b == 0))
-            r = np.where(zero, -0.0, r)
-        s = r
-    return _post64(s)
+        s = _zero_sign(r, a, b, mode)
+    return _post64(s, a, b0)
 
 
 def f64_sub(a, b, mode="rn"):
-    return f64_add(a, -_arr(b, f64), mode)
+    return f64_add(a, b, mode, _neg_b=True)
 
 
 def _overflow_value(s, mode):
@@ -393,11 +462,11 @@ def f64_mul(a, b, mode="rn"):
     a, b = _arr(a, f64), _arr(b, f64)
     p = a * b
     if mode == "rn":
-        return _post64(p)
+        return _post64(p, a, b)
     return _post64(_slow_or_fast(
         (a, b), lambda a, b: _f64_mul_dir(a, b, mode),
         lambda x, y: _round_frac(Fraction(x) * Fraction(y), mode, zero_sign=_mul_zero_sign(x, y)),
-        lambda a, b: _exp_ok(a, -480, 480) & _exp_ok(b, -480, 480) & _exp_ok(a * b, -960, 960)))
+        lambda a, b: _exp_ok(a, -480, 480) & _exp_ok(b, -480, 480) & _exp_ok(a * b, -960, 960), p), a, b)
 
 
 def _mul_zero_sign(x, y):
@@ -413,7 +482,7 @@ def f64_div(a, b, mode="rn"):
     a, b = _arr(a, f64), _arr(b, f64)
     q = a / b
     if mode == "rn":
-        return _post64(q)
+        return _post64(q, a, b)
 
     def fast(a, b):
         q = a / b
@@ -431,16 +500,16 @@ def f64_div(a, b, mode="rn"):
         q = a / b
         return (a != 0) & _exp_ok(a, -900, 900) & _exp_ok(b, -400, 400) & _exp_ok(q, -900, 900) & (b != 0)
 
-    r = _slow_or_fast((a, b), fast, slow, okf)
+    r = _slow_or_fast((a, b), fast, slow, okf, q)
     trivial = (a == 0) | ~np.isfinite(a) | ~np.isfinite(b) | (b == 0)
-    return _post64(np.where(trivial, q, r))
+    return _post64(np.where(trivial, q, r), a, b)
 
 
 def f64_sqrt(a, mode="rn"):
     a = _arr(a, f64)
     q = np.sqrt(a)
     if mode == "rn":
-        return _post64(q)
+        return _post64(q, a)
 
     def fast(a):
         q = np.sqrt(a)
@@ -458,9 +527,9 @@ def f64_sqrt(a, mode="rn"):
         e = fr - fq * fq
         return _step_scalar(q, e, mode)
 
-    r = _slow_or_fast((a,), fast, slow, lambda a: (a > 0) & _exp_ok(a, -900, 900))
+    r = _slow_or_fast((a,), fast, slow, lambda a: (a > 0) & _exp_ok(a, -900, 900), q)
     trivial = ~(a > 0) | ~np.isfinite(a)
-    return _post64(np.where(trivial, q, r))
+    return _post64(np.where(trivial, q, r), a)
 
 
 def f64_rcp(a, mode="rn"):
@@ -481,11 +550,16 @@ def f64_fma(a, b, c, mode="rn"):
         return (_exp_ok(a, -480, 480) & _exp_ok(b, -480, 480) & _exp_ok(c, -900, 900)
                 & _exp_ok(a * b, -900, 900) & (a != 0) & (b != 0) & (c != 0))
 
+    with np.errstate(all="ignore"):
+        # lanes with an infinite or NaN input: the exact product of finite a, b never
+        # overflows, so c = +-inf wins; otherwise IEEE on the infinite product
+        ab_inf = np.isinf(a) | np.isinf(b)
+        plain = np.where(ab_inf, a * b + c, np.where(np.isinf(c), c, a * b + c))
     if mode == "rn":
-        r = _slow_or_fast((a, b, c), fast, lambda x, y, z: _fma_scalar(x, y, z, mode), okf)
+        r = _slow_or_fast((a, b, c), fast, lambda x, y, z: _fma_scalar(x, y, z, mode), okf, plain)
     else:
-        r = _slow_or_fast((a, b, c), None, lambda x, y, z: _fma_scalar(x, y, z, mode), None)
-    return _post64(r)
+        r = _slow_or_fast((a, b, c), None, lambda x, y, z: _fma_scalar(x, y, z, mode), None, plain)
+    return _post64(r, a, c, b)      # NaN priority a, c, b (recorded on an H200)
 
 
 def _fma_scalar(x, y, z, mode):
@@ -540,25 +614,38 @@ def _round_frac(fr: Fraction, mode: str, zero_sign: bool = False) -> float:
     return _step_scalar(r, e, mode)
 
 
-def _slow_or_fast(args, fast, slow, okf):
-    """Apply ``fast`` on lanes where ``okf`` holds and ``slow`` (scalar) on the rest."""
+def _slow_or_fast(args, fast, slow, okf, trivial=None):
+    """Apply ``fast`` on lanes where ``okf`` holds and ``slow`` (scalar) on the rest.
+
+    ``trivial`` (an array) is taken as is where any input is NaN or infinite (IEEE
+    arithmetic on special values is exact in every rounding mode).
+    """
     shape = np.broadcast_shapes(*(np.shape(x) for x in args))
     args = [np.broadcast_to(x, shape) for x in args]
-    if okf is not None and fast is not None:
-        ok = okf(*args)
-    else:
-        ok = np.zeros(shape, bool)
-    out = np.empty(shape, f64)
-    if ok.all():
-        return fast(*args)
-    if ok.any():
-        out[ok] = fast(*(x[ok] for x in args))
-    bad = np.flatnonzero(~ok.ravel())
-    flat = [x.ravel() for x in args]
-    res = out.ravel()
-    for i in bad:
-        res[i] = slow(*(float(x[i]) for x in flat))
-    return res.reshape(shape)
+    with np.errstate(all="ignore"):
+        if okf is not None and fast is not None:
+            ok = okf(*args)
+        else:
+            ok = np.zeros(shape, bool)
+        special = np.zeros(shape, bool)
+        for x in args:
+            special |= ~np.isfinite(x)
+        ok &= ~special
+        out = np.empty(shape, f64)
+        if ok.all():
+            return fast(*args)
+        if ok.any():
+            out[ok] = fast(*(x[ok] for x in args))
+        if special.any():
+            if trivial is None:
+                raise ValueError("special values need a trivial result")
+            out[special] = np.broadcast_to(trivial, shape)[special]
+        bad = np.flatnonzero(~(ok | special).ravel())
+        flat = [x.ravel() for x in args]
+        res = out.ravel()
+        for i in bad:
+            res[i] = slow(*(float(x[i]) for x in flat))
+        return res.reshape(shape)
 
 
 # ------------------------------------------------------------------ f16 / bf16 arithmetic
@@ -585,8 +672,11 @@ def _finish16(r64, fmt, mode, ftz_, sat_):
 def h_add(a, b, fmt, mode="rn", ftz_=False, sat_=False):
     if ftz_ and fmt == "f16":
         a, b = ftz16(a), ftz16(b)
-    s, e = two_sum(_to64(a, fmt), _to64(b, fmt))   # exact for f16; RO keeps bf16 exact
-    return _finish16(round_to_odd(s, np.where(np.isfinite(s), e, 0.0)), fmt, mode, ftz_, sat_)
+    x, y = _to64(a, fmt), _to64(b, fmt)
+    s, e = two_sum(x, y)             # exact for f16; RO keeps bf16 exact
+    s = round_to_odd(s, np.where(np.isfinite(s), e, 0.0))
+    s = _zero_sign(s, x, y, mode)
+    return _finish16(s, fmt, mode, ftz_, sat_)
 
 
 def h_sub(a, b, fmt, mode="rn", ftz_=False, sat_=False):
@@ -613,13 +703,20 @@ def h_fma(a, b, c, fmt, mode="rn", ftz_=False, sat_=False, relu=False):
     return _finish16(s, fmt, mode, ftz_, sat_)
 
 
-def h_neg(a, fmt):
+def _isnan16(b, fmt):
+    b = _arr(b, u16)
     if fmt == "f16":
-        return (_arr(a, f16).view(u16) ^ u16(0x8000)).view(f16)
-    return _arr(a, u16) ^ u16(0x8000)
+        return ((b & u16(0x7C00)) == u16(0x7C00)) & ((b & u16(0x03FF)) != 0)
+    return ((b & u16(0x7F80)) == u16(0x7F80)) & ((b & u16(0x007F)) != 0)
+
+
+def h_neg(a, fmt):
+    b = _arr(a, f16).view(u16) if fmt == "f16" else _arr(a, u16)
+    r = np.where(_isnan16(b, fmt), u16(0x7FFF), b ^ u16(0x8000)).astype(u16)
+    return r.view(f16) if fmt == "f16" else r
 
 
 def h_abs(a, fmt):
-    if fmt == "f16":
-        return (_arr(a, f16).view(u16) & u16(0x7FFF)).view(f16)
-    return _arr(a, u16) & u16(0x7FFF)
+    b = _arr(a, f16).view(u16) if fmt == "f16" else _arr(a, u16)
+    r = np.where(_isnan16(b, fmt), u16(0x7FFF), b & u16(0x7FFF)).astype(u16)
+    return r.view(f16) if fmt == "f16" else r

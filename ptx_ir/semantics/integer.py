@@ -119,7 +119,7 @@ def mul24(a, b, hi=False):
         b24 = (np.asarray(b, i64) << 40) >> 40
         p = a24 * b24
         r = (p >> 16) if hi else p
-        return r.astype(i64).astype(i32) if False else (r & 0xFFFFFFFF).astype(u32).view(i32)
+        return (r & 0xFFFFFFFF).astype(u32).view(i32)
     p = (np.asarray(a, u64) & u64(0xFFFFFF)) * (np.asarray(b, u64) & u64(0xFFFFFF))
     r = (p >> u64(16)) if hi else p
     return (r & M32).astype(u32)
@@ -138,8 +138,8 @@ def sad(a, b, c):
 
 # ------------------------------------------------------------------ division
 
-# What the GPU computes for a zero divisor (ptxas's expansion): quotient all ones for
-# unsigned; for signed -1 when the dividend is >= 0 and 1 when negative; remainder = a.
+# What the GPU computes for a zero divisor (ptxas's expansion, recorded on an H200):
+# the quotient is all ones (-1 when signed), the remainder the dividend.
 def div(a, b):
     a, b = np.asarray(a), np.asarray(b)
     a, b = np.broadcast_arrays(a, b)
@@ -153,9 +153,9 @@ def div(a, b):
     ub = np.where(b < 0, (-(b.view(ut))), b.view(ut)).astype(ut)
     zero = ub == 0
     uq = ua // np.where(zero, ut(1), ub)
-    uq = np.where(zero, ut(np.iinfo(ut).max), uq).astype(ut)
     neg = (a < 0) != (b < 0)
     q = np.where(neg, -uq, uq).astype(ut)
+    q = np.where(zero, ut(np.iinfo(ut).max), q).astype(ut)
     return q.view(dt)
 
 
@@ -404,7 +404,6 @@ def szext(a, b, signed: bool, clamp: bool):
 
 
 def dp4a(a, b, c, sa: bool, sb: bool):
-    ab = np.asarray(a, u32)[..., None].view(u8) if False else None
     a32, b32 = np.asarray(a, u32), np.asarray(b, u32)
     acc = np.asarray(c).astype(i64)
     for i in range(4):

@@ -43,7 +43,7 @@ def _pack_scalar(p) -> bytes:
 class EmulatorBackend(Backend):
     name = "emulator"
 
-    def __init__(self, *, fma_contraction: str = "refuse", chunk_lanes: int | None = None,
+    def __init__(self, *, fma_contraction: str = "auto", chunk_lanes: int | None = None,
                  default_timeout: float = DEFAULT_LAUNCH_TIMEOUT):
         self.fma_contraction = fma_contraction
         self.chunk_lanes = chunk_lanes
@@ -85,7 +85,12 @@ class EmulatorBackend(Backend):
 
         results = []
         limit = float(timeout or self.default_timeout)
-        for s in input_sets:
+        for k, s in enumerate(input_sets):
+            if results and results[-1].status in ("timeout", "crash"):
+                # as on a GPU, a hang or a fault ends the run (module state is suspect)
+                results.extend(RunResult("not_run", error=f"not run after a {results[-1].status} of an earlier set")
+                               for _ in input_sets[k:])
+                break
             rs = s.spec
             r = RunResult("ok")
             try:

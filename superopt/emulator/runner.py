@@ -1,0 +1,278 @@
+"""Load a PTX module into emulated device memory and launch kernels on it.
+
+    >>> dev = LoadedModule(ptx_text)
+    >>> a = dev.alloc(4 * n); dev.heap.write(a, data)
+    >>> stats = dev.launch("kernel", grid=(g, 1, 1), block=(256, 1, 1),
+    ...                    params=[a, np.int32(n)])
+    >>> out = dev.heap.read(a, 4 * n)
+
+Module variables (``.global``/``.const`` with their initializers) live in the heap and keep
+their values across launches, as on a GPU.
+"""
+from __future__ import annotations
+
+import math
+import struct
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import ptx_ir
+from ptx_ir.nodes import BinExpr, Brace, CallExpr, Imm, Instruction, Sym, VarDecl, type_size as node_type_size
+from ptx_ir.semantics import Unsupported
+from ptx_ir.semantics.types import imm_bits
+from superopt.emulator import memory as M
+from superopt.emulator.executor import Chunk, Poison, RunTimeout
+from superopt.emulator.program import Program
+
+DEFAULT_CHUNK_LANES = 32768
+
+
+@dataclass
+class Launch:
+    grid: tuple
+    block: tuple
+    shared_bytes: int
+    kblob: np.ndarray
+    heap: M.Heap
+    deadline: float
+    max_steps: int
+    poison_rng: object = None
+    max_depth: int = 4096
+    max_local: int = 1 << 20
+    printf: list = field(default_factory=list)
+    sreg_cache: dict = field(default_factory=dict)
+    poison: object = None
+
+
+class LoadedModule:
+    """A PTX module loaded into emulated device memory.
+
+    ``fma_contraction``: what to do with a float ``mul`` without rounding modifier whose
+    result feeds an ``add``/``sub`` without one, which ptxas may contract into an fma
+    (an H200's JIT does, in optimized code): ``"refuse"`` raises Unsupported;
+    ``"separate"`` assumes ptxas keeps them apart; ``"auto"`` (default) is ``separate``
+    for modules whose ``.target`` says ``debug`` (compiled without optimization: recorded
+    on an H200, golden case debug_mul_add) and ``refuse`` otherwise.
+    """
+
+    def __init__(self, ptx, heap: M.Heap | None = None, *, fma_contraction: str = "auto"):
+        if fma_contraction not in ("refuse", "separate", "auto"):
+            raise ValueError(f"fma_contraction must be 'auto', 'refuse' or 'separate', not {fma_contraction!r}")
+        self.module = ptx_ir.parse(ptx) if isinstance(ptx, str) else ptx
+        if fma_contraction == "auto":
+            fma_contraction = "separate" if "debug" in self.module.target else "refuse"
+        self.fma_contraction = fma_contraction
+        self.heap = heap or M.Heap()
+        self.vars: dict[str, tuple] = {}
+        self.func_decls = {f.name for f in self.module.functions if f.is_declaration}
+        self.static_smem = 0
+        self.extern_smem_offset = 0
+        self.local_static = 0
+        self._fn_vars: dict = {}
+        self._programs: dict[str, Program] = {}
+        # every function gets a fixed address (function pointers, also in initializers)
+        self.func_addr = {}
+        for i, f in enumerate(self.module.functions):
+            self.func_addr.setdefault(f.name, M.FUNC_BASE + 16 * (i + 1))
+        self._place_module_vars()
+
+    # ------------------------------------------------------------------ module variables
+    def _place_module_vars(self):
+        externs = []
+        inits = []
+        for v in self.module.globals:
+            if v.space in (".global", ".const"):
+                size = v.size
+                if size is None:
+                    if v.init is not None and isinstance(v.init, Brace):
+                        size = len(_flatten(v.init)) * node_type_size(v.type)
+                    else:
+                        raise Unsupported(f"unsized {v.space} variable {v.name}")
+                addr = self.heap.alloc(max(size, 1), max(v.align or 1, node_type_size(v.type), 16))
+                self.vars[v.name] = ("heap", addr)
+                inits.append((v, addr, size))
+            elif v.space in (".shared",):
+                if v.size is None or ".extern" in v.linkage and v.size in (None, 0):
+                    externs.append(v)
+                    continue
+                self._place_shared(v)
+            elif v.space == ".local":
+                align = v.align or node_type_size(v.type)
+                self.local_static = -(-self.local_static // align) * align
+                self.vars[v.name] = ("local", self.local_static)
+                self.local_static += v.size or 0
+            elif v.space in (".tex",):
+                raise Unsupported(f"{v.space} variable {v.name}")
+        # variables declared inside function bodies (.shared/.global/.const); unsized
+        # (extern) shared arrays all start where the dynamic shared memory does
+        fn_externs = []
+        for f in self.module.functions:
+            for st in f.body or ():
+                if isinstance(st, VarDecl) and st.space in (".shared", ".global", ".const"):
+                    if st.space == ".shared" and st.size is None:
+                        fn_externs.append((f.name, st))
+                    else:
+                        self.place_function_var(f.name, st)
+        self.local_static = -(-self.local_static // 16) * 16
+        align = max([v.align or 16 for v in externs] + [d.align or 16 for _, d in fn_externs] + [16])
+        self.extern_smem_offset = -(-self.static_smem // align) * align
+        for v in externs:
+            self.vars[v.name] = ("shared", self.extern_smem_offset)
+        for fname, d in fn_externs:
+            self._fn_vars[(fname, id(d))] = ("shared", self.extern_smem_offset)
+        for v, addr, size in inits:
+            if v.init is not None:
+                self.heap.write(addr, self._init_bytes(v, size))
+
+    def _place_shared(self, v):
+        align = v.align or node_type_size(v.type)
+        self.static_smem = -(-self.static_smem // align) * align
+        self.vars[v.name] = ("shared", self.static_smem)
+        off = self.static_smem
+        self.static_smem += v.size or 0
+        return ("shared", off)
+
+    def place_function_var(self, fname, decl):
+        key = (fname, id(decl))
+        if key in self._fn_vars:
+            return self._fn_vars[key]
+        if decl.space == ".shared":
+            if decl.size is None:
+                r = ("shared", self.extern_smem_offset)
+            else:
+                saved = self.vars.get(decl.name)
+                r = self._place_shared(decl)
+                if saved is not None:
+                    self.vars[decl.name] = saved
+                else:
+                    del self.vars[decl.name]
+        else:
+            size = decl.size or 0
+            addr = self.heap.alloc(max(size, 1), max(decl.align or 1, 16))
+            if decl.init is not None:
+                self.heap.write(addr, self._init_bytes(decl, size))
+            r = ("heap", addr)
+        self._fn_vars[key] = r
+        return r
+
+    def static_smem_aligned(self):
+        return self.extern_smem_offset
+
+    def _init_bytes(self, v: VarDecl, size: int) -> bytes:
+        t = v.type
+        es = node_type_size(t)
+        items = _flatten(v.init)
+        out = bytearray(size)
+        for i, it in enumerate(items):
+            if i * es >= size:
+                break
+            val = self._init_value(it, t)
+            out[i * es:(i + 1) * es] = int(val).to_bytes(es, "little")
+        return bytes(out)
+
+    def _init_value(self, it, t):
+        bits = node_type_size(t) * 8
+        if isinstance(it, Imm):
+            return imm_bits(it.value, it.text, t if t != ".b8" else ".b8")
+        if isinstance(it, Sym):
+            return self._sym_addr(it.name) & ((1 << bits) - 1)
+        if isinstance(it, CallExpr) and it.func in ("generic",) and len(it.args) == 1:
+            return self._init_value(it.args[0], t)
+        if isinstance(it, BinExpr):
+            a = self._init_value(it.left, t)
+            b = self._init_value(it.right, t)
+            r = {"+": a + b, "-": a - b, "*": a * b}[it.op]
+            return r & ((1 << bits) - 1)
+        raise Unsupported(f"initializer {it}")
+
+    def _sym_addr(self, name):
+        if name in self.vars and self.vars[name][0] == "heap":
+            return self.vars[name][1]
+        if name in self.func_addr:
+            return self.func_addr[name]
+        raise Unsupported(f"address of {name} in an initializer")
+
+    # ------------------------------------------------------------------ programs
+    def program(self, kernel: str) -> Program:
+        p = self._programs.get(kernel)
+        if p is None:
+            p = Program(self, kernel)
+            self._programs[kernel] = p
+        return p
+
+    def alloc(self, nbytes: int, align: int = 256) -> int:
+        return self.heap.alloc(nbytes, align)
+
+    # ------------------------------------------------------------------ launch
+    def param_blob(self, prog: Program, params) -> np.ndarray:
+        blob = bytearray(-(-max(prog.kparam_size, 8) // 8) * 8)
+        decls = prog.kparam_decls
+        if len(params) != len(decls):
+            raise ValueError(f"kernel {prog.kernel.name} takes {len(decls)} parameters, got {len(params)}")
+        for d, v in zip(decls, params):
+            off, size = prog.kparams[d.name]
+            if isinstance(v, (bytes, bytearray)):
+                raw = bytes(v)
+            elif isinstance(v, np.ndarray) and v.ndim == 0 or isinstance(v, np.generic):
+                raw = np.asarray(v).tobytes()
+            elif isinstance(v, float):
+                raw = struct.pack("<d" if size == 8 else "<f", v)
+            else:
+                raw = (int(v) & ((1 << (8 * size)) - 1)).to_bytes(size, "little")
+            if len(raw) != size:
+                raise ValueError(f"parameter {d.name}: {len(raw)} bytes given, {size} expected")
+            blob[off:off + size] = raw
+        return np.frombuffer(bytes(blob), np.uint8).copy()
+
+    def launch(self, kernel: str, grid, block, params, *, shared_bytes: int = 0,
+               timeout: float | None = None, max_steps: int = 1 << 40, seed: int | None = 0,
+               chunk_lanes: int = DEFAULT_CHUNK_LANES) -> dict:
+        """Run one kernel launch to completion; returns statistics.
+
+        Raises Unsupported, KernelFault, UndefinedBehavior, Deadlock or RunTimeout.
+        """
+        prog = self.program(kernel)
+        grid = _dim3(grid)
+        block = _dim3(block)
+        if math.prod(block) > 1024 or math.prod(block) < 1 or min(grid) < 1:
+            raise ValueError(f"invalid launch shape grid={grid} block={block}")
+        kblob = self.param_blob(prog, params)
+        rng = np.random.default_rng(seed) if seed is not None else None
+        deadline = time.monotonic() + (timeout if timeout else 1e9)
+        L = Launch(grid, block, int(shared_bytes), kblob, self.heap, deadline, max_steps, rng)
+        L.poison = Poison(rng)
+        stats: dict = {"issues": 0, "thread_instructions": 0}
+        nblocks = math.prod(grid)
+        T = math.prod(block)
+        Tp = -(-T // 32) * 32
+        per = max(1, chunk_lanes // Tp)
+        # keep register files bounded for register-hungry kernels
+        regbytes = sum(dt.itemsize for dt in prog.reg_dtypes) + sum(prog.pslot_sizes)
+        per = max(1, min(per, (256 << 20) // max(1, regbytes * Tp)))
+        t0 = time.perf_counter()
+        c0 = time.process_time()
+        with np.errstate(all="ignore"):
+            for b0 in range(0, nblocks, per):
+                nb = min(per, nblocks - b0)
+                Chunk(prog, L, b0, nb, stats).run()
+        stats["seconds"] = time.perf_counter() - t0
+        stats["cpu_seconds"] = time.process_time() - c0
+        stats["printf"] = L.printf
+        return stats
+
+
+def _dim3(v) -> tuple:
+    if isinstance(v, (int, np.integer)):
+        v = [v]
+    return tuple(int(x) for x in (list(v) + [1, 1])[:3])
+
+
+def _flatten(init):
+    if isinstance(init, Brace):
+        out = []
+        for x in init.items:
+            out.extend(_flatten(x))
+        return out
+    return [init]
