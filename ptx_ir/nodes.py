@@ -350,6 +350,7 @@ class Directive:
     args: list = field(default_factory=list)
     terminated: bool = True
     line: int | None = field(default=None, compare=False)
+    span: tuple | None = field(default=None, compare=False, repr=False)   # source offsets
 
 
 @dataclass(eq=False)
@@ -374,6 +375,7 @@ class VarDecl:
     range: int | None = None                # %r<10>
     init: Operand | None = None
     line: int | None = field(default=None, compare=False)
+    span: tuple | None = field(default=None, compare=False, repr=False)   # source offsets
 
     @property
     def element_size(self) -> int:
@@ -403,6 +405,7 @@ class Section:
     name: str
     entries: list = field(default_factory=list)   # Label | DataLine
     line: int | None = field(default=None, compare=False)
+    span: tuple | None = field(default=None, compare=False, repr=False)   # source offsets
 
 
 @dataclass(eq=False)
@@ -452,6 +455,7 @@ class Function:
         self.directives = directives or []    # .maxntid, .reqntid, .noreturn, .pragma ...
         self.body = body
         self.line: int | None = None          # source line of the header, when parsed
+        self.span: tuple | None = None        # source offsets (start, end), when parsed
         self._cache: dict = {}
 
     # -- identity
@@ -653,6 +657,7 @@ class Function:
                        directives=copy.deepcopy(self.directives),
                        body=None if self.body is None else [_copy_statement(s) for s in self.body])
         new.line = self.line
+        new.span = self.span
         return new
 
 
@@ -678,6 +683,8 @@ class Module:
         self.items = items or []
         # Order in which .version/.target/.address_size appeared (nvcc always uses this one).
         self.header = header if header is not None else [".version", ".target", ".address_size"]
+        # The text this module was parsed from (for emit(..., faithful=True)).
+        self.source_text: str | None = None
 
     @property
     def functions(self) -> list[Function]:
@@ -703,7 +710,9 @@ class Module:
 
     def clone(self) -> "Module":
         items = [i.clone() if isinstance(i, Function) else copy.deepcopy(i) for i in self.items]
-        return Module(self.version, list(self.target), self.address_size, items, list(self.header))
+        new = Module(self.version, list(self.target), self.address_size, items, list(self.header))
+        new.source_text = self.source_text
+        return new
 
     def __repr__(self) -> str:
         return f"<Module .version {self.version} .target {','.join(self.target)} " \

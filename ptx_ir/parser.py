@@ -148,8 +148,11 @@ class Parser:
                 module.items.append(Directive(word, self.raw_until_semicolon()))
             else:
                 module.items.append(self.parse_declaration())
+            last = self.toks[self.i - 1]
             for item in module.items[count:]:
                 item.line = self.lines[start]
+                item.span = (self.toks[start][2], last[2] + len(last[1]))
+        module.source_text = self.text
         if not module.version:
             tok = self.toks[0]
             raise self.src.error("missing .version directive", tok[2], tok[1])

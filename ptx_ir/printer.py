@@ -13,14 +13,26 @@ from ptx_ir.nodes import (
 from ptx_ir.parser import join_tokens
 
 
-def emit(module: Module, *, keep_lines: bool = False) -> str:
+def emit(module: Module, *, keep_lines: bool = False, faithful: bool = False) -> str:
     """Canonical PTX text of ``module``.
+
+    ``faithful=True`` reproduces the parsed source text byte for byte wherever the module
+    still means what it meant when parsed: each top-level item (function, variable,
+    section) that is unchanged is copied from the source with its comments and spacing,
+    and only changed items are printed canonically. An unchanged module gives back exactly
+    its source — which matters because fatbinary embeds the PTX text (the JIT fallback)
+    and ptxas embeds it in ``-G``/``-lineinfo`` cubins.
 
     ``keep_lines=True`` pads with empty lines so that every parsed statement stays on its
     original source line wherever the text before it did not grow. ptxas names some
     symbols after PTX line numbers (function-scoped ``.shared`` variables in relocatable
     cubins), so this is what makes a ``-rdc`` build byte-identical after a round trip.
     """
+    if faithful:
+        text = _emit_faithful(module)
+        if text is not None:
+            return text
+        keep_lines = True
     lines: list[tuple[str, int | None]] = []
     for word in module.header or [".version", ".target", ".address_size"]:
         if word == ".version" and module.version:
@@ -51,6 +63,64 @@ def emit(module: Module, *, keep_lines: bool = False) -> str:
             out.extend([""] * (line - len(out) - 1))
         out.append(text)
     return "\n".join(out) + "\n"
+
+
+def _item_text(item) -> str:
+    if isinstance(item, Function):
+        return emit_function(item)
+    if isinstance(item, VarDecl):
+        return emit_decl(item)
+    if isinstance(item, Directive):
+        return emit_directive(item)
+    return emit_section(item)
+
+
+def _padded_item(item, original_newlines: int) -> str:
+    """A changed item printed so that its statements keep their source lines where they can,
+    and as many lines as it had, so that everything after it keeps its lines too."""
+    first = item.line or 1
+    if isinstance(item, Function):
+        lines = _function_lines(item)
+        while lines and lines[-1][0] == "":
+            lines.pop()
+    else:
+        lines = [(t, None) for t in _item_text(item).rstrip("\n").split("\n")]
+    out: list[str] = []
+    for text, line in lines:
+        if line is not None and line - first > len(out):
+            out.extend([""] * (line - first - len(out)))
+        out.append(text)
+    if len(out) - 1 < original_newlines:
+        out.extend([""] * (original_newlines - (len(out) - 1)))
+    return "\n".join(out)
+
+
+def _emit_faithful(module: Module) -> str | None:
+    """Source text with changed items re-printed, or None when the item structure changed."""
+    source = module.source_text
+    if source is None or any(getattr(i, "span", None) is None for i in module.items):
+        return None
+    from ptx_ir.parser import parse
+    original = parse(source)
+    if (original.version, original.target, original.address_size) != \
+            (module.version, module.target, module.address_size):
+        return None
+    if len(original.items) != len(module.items):
+        return None
+    pieces: list[str] = []
+    cursor = 0
+    for old, new in zip(original.items, module.items):
+        if old.span != new.span or type(old) is not type(new):
+            return None
+        start, end = new.span
+        if _item_text(old) == _item_text(new):
+            pieces.append(source[cursor:end])
+        else:
+            pieces.append(source[cursor:start])
+            pieces.append(_padded_item(new, source[start:end].count("\n")))
+        cursor = end
+    pieces.append(source[cursor:])
+    return "".join(pieces)
 
 
 def emit_directive(d: Directive) -> str:

@@ -38,8 +38,13 @@ def optimize_ptx(ptx: str, *, mode: str = "optimize", source: str | None = None,
     import ptx_ir
 
     if mode == "roundtrip":
-        # keep_lines: ptxas names some symbols of relocatable cubins after PTX line numbers.
-        return OptimizeOutcome(ptx=ptx_ir.emit(ptx_ir.parse(ptx), keep_lines=True), changed=False)
+        module = ptx_ir.parse(ptx)
+        canonical = ptx_ir.emit(module)
+        if ptx_ir.emit(ptx_ir.parse(canonical)) != canonical:
+            raise RuntimeError("ptx_ir printer is not stable on this module (emit(parse(emit(m))) != emit(m))")
+        # Faithful printing: an unchanged module is its source text byte for byte, so the
+        # PTX that fatbinary embeds as the JIT fallback is nvcc's own.
+        return OptimizeOutcome(ptx=ptx_ir.emit(module, faithful=True), changed=False)
     from superopt.optimize import optimize_module
 
     result = optimize_module(ptx, target=target, source=source, config=config)

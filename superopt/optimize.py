@@ -128,7 +128,7 @@ def optimize_module(ptx: str, *, target: str | None = None, source: str | None =
             if write_lock:
                 target_lock = lock or Lockfile(Path(lock_path or (Path.cwd() / "nvcc-plus.lock")))
                 target_lock.record(lock_key, decision)
-    text = ptx_ir.emit(result_module, keep_lines=True) if changed else ptx
+    text = ptx_ir.emit(result_module, faithful=True) if changed else ptx
     return ModuleResult(text, changed, records, messages)
 
 

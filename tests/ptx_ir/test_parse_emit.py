@@ -159,3 +159,22 @@ def test_keep_lines_puts_statements_back_on_their_lines():
         assert next(i for i, l in enumerate(lines) if needle in l) == \
             next(i for i, l in enumerate(original) if needle in l), needle
     assert ptx_ir.emit(ptx_ir.parse(printed), keep_lines=True) == printed
+
+
+def test_faithful_emit_reproduces_source_and_reprints_only_changed_items():
+    from pathlib import Path
+    source = (Path(__file__).parent / "data" / "analyses.ptx").read_text()
+    module = ptx_ir.parse(source)
+    assert ptx_ir.emit(module, faithful=True) == source
+    fn = module.function("_Z7diamondPiPKii")
+    mul = next(i for i in fn.instructions if i.opcode == "mul" and ".lo" in i.modifiers)
+    d, a, b = mul.operands
+    fn.replace(mul, mul.with_(operands=(d, b, a)))
+    out = ptx_ir.emit(module, faithful=True)
+    changed = [(x, y) for x, y in zip(source.split("\n"), out.split("\n")) if x != y]
+    assert len(source.split("\n")) == len(out.split("\n"))          # later items keep their lines
+    assert ("\tmul.lo.s32 \t%r6, %r5, 3;", "\tmul.lo.s32 \t%r6, 3, %r5;") in changed
+    assert all(x.strip() in ("", "}") or "mul.lo" in x for x, _ in changed), changed
+    # Items of other kernels keep nvcc's comments.
+    assert "// .globl\t_Z9stencil2dPfPKfii" in out
+    assert ptx_ir.emit(ptx_ir.parse(out)) == ptx_ir.emit(module)

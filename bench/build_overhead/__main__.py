@@ -1,0 +1,5 @@
+import sys
+
+from bench.build_overhead.run import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""nvcc_plus: the drop-in nvcc driver."""

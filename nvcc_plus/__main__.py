@@ -1,0 +1,5 @@
+import sys
+
+from nvcc_plus.cli import main
+
+sys.exit(main())

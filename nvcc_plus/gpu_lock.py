@@ -1,0 +1,68 @@
+"""A lock per GPU, so that concurrent compilations (make -j) never time kernels at once.
+
+    from nvcc_plus.gpu_lock import gpu_lock
+    with gpu_lock(0, timeout=600):
+        ...  # time kernels on GPU 0
+
+An fcntl lock on ``<lock dir>/gpu-<id>.lock``: released by the kernel when the process exits,
+so a crashed compilation never leaves a stale lock. The lock dir is NVCC_PLUS_LOCK_DIR, else
+$XDG_RUNTIME_DIR/nvcc-plus, else <tmp>/nvcc-plus-locks-<uid>. The id is whatever names the GPU
+stably (an index, or better a UUID from CUDA_VISIBLE_DEVICES/cuDeviceGetUuid).
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import tempfile
+import time
+from contextlib import contextmanager
+
+
+class LockTimeout(TimeoutError):
+    pass
+
+
+def lock_dir() -> str:
+    d = os.environ.get("NVCC_PLUS_LOCK_DIR")
+    if not d:
+        xdg = os.environ.get("XDG_RUNTIME_DIR")
+        d = (os.path.join(xdg, "nvcc-plus") if xdg and os.path.isdir(xdg)
+             else os.path.join(tempfile.gettempdir(), f"nvcc-plus-locks-{os.getuid()}"))
+    os.makedirs(d, mode=0o700, exist_ok=True)
+    return d
+
+
+def lock_path(gpu: int | str) -> str:
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", str(gpu))
+    return os.path.join(lock_dir(), f"gpu-{name}.lock")
+
+
+@contextmanager
+def gpu_lock(gpu: int | str, timeout: float | None = None, poll: float = 0.05):
+    """Hold GPU ``gpu`` exclusively. timeout None waits forever; 0 tries once."""
+    fd = os.open(lock_path(gpu), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        if timeout is None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        else:
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise LockTimeout(f"GPU {gpu} is busy (waited {timeout:g} s)") from None
+                    time.sleep(poll)
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+        except OSError:
+            pass
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)

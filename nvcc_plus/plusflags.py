@@ -1,0 +1,41 @@
+"""``--plus-*`` flags: nvcc-plus's own options, removed before nvcc sees the command line.
+
+--plus-mode=off|roundtrip|optimize, --plus-config=PATH, --plus-real-nvcc=PATH,
+--plus-timeout=SECONDS, --plus-report-dir=DIR, --plus-verbose. ``--plus-KEY VALUE`` works too.
+"""
+from __future__ import annotations
+
+PLUS_PREFIX = "--plus-"
+PLUS_FLAGS_WITH_VALUE = {"mode", "config", "real-nvcc", "timeout", "report-dir"}
+PLUS_FLAGS_BOOL = {"verbose"}
+
+
+def split_plus_flags(argv: list[str]) -> tuple[list[str], dict[str, str], list[str]]:
+    """Remove ``--plus-*`` flags. Returns (argv for nvcc, {key: value}, problems)."""
+    rest: list[str] = []
+    found: dict[str, str] = {}
+    problems: list[str] = []
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        if not tok.startswith(PLUS_PREFIX):
+            rest.append(tok)
+            i += 1
+            continue
+        key, eq, val = tok[len(PLUS_PREFIX):].partition("=")
+        if key in PLUS_FLAGS_WITH_VALUE:
+            if not eq:
+                if i + 1 < len(argv):
+                    val = argv[i + 1]
+                    i += 1
+                else:
+                    problems.append(f"{tok} needs a value; ignored")
+                    i += 1
+                    continue
+            found[key] = val
+        elif key in PLUS_FLAGS_BOOL:
+            found[key] = val if eq else "1"
+        else:
+            problems.append(f"unknown option {tok} ignored")
+        i += 1
+    return rest, found, problems

@@ -1,0 +1,73 @@
+"""Stand-ins for superopt.optimize_ptx, selected by NVCC_PLUS_OPTIMIZER=fake_optimizers:<name>.
+
+The driver imports them through the documented hook; the tests put this folder on PYTHONPATH.
+NVCC_PLUS_TEST_LOG, when set, names a file that every call appends "<source> <target>" to.
+"""
+from __future__ import annotations
+
+import os
+import time
+
+from superopt.api import OptimizeOutcome
+
+
+def _log(source, target):
+    path = os.environ.get("NVCC_PLUS_TEST_LOG")
+    if path:
+        with open(path, "a") as f:
+            f.write(f"{source} {target}\n")
+
+
+def identity(ptx, *, mode="optimize", source=None, target=None, config=None):
+    _log(source, target)
+    return OptimizeOutcome(ptx=ptx, changed=False)
+
+
+def marker(ptx, *, mode="optimize", source=None, target=None, config=None):
+    """A harmless rewrite: a comment line at the end."""
+    _log(source, target)
+    return OptimizeOutcome(ptx=ptx + "\n// rewritten by nvcc-plus test marker\n", changed=True)
+
+
+def round_to_zero(ptx, *, mode="optimize", source=None, target=None, config=None):
+    """A rewrite that changes the machine code: round-to-nearest float ops round toward zero."""
+    _log(source, target)
+    return OptimizeOutcome(ptx=ptx.replace(".rn.f32", ".rz.f32"), changed=True)
+
+
+def crash(ptx, *, mode="optimize", source=None, target=None, config=None):
+    _log(source, target)
+    raise RuntimeError("deliberate optimizer crash")
+
+
+def garbage(ptx, *, mode="optimize", source=None, target=None, config=None):
+    """PTX that ptxas rejects (an instruction that does not exist), kernels kept."""
+    _log(source, target)
+    return OptimizeOutcome(ptx=ptx.replace("ret;", "frobnicate.u32 %r1, %r1;\n\tret;"), changed=True)
+
+
+def rename_kernel(ptx, *, mode="optimize", source=None, target=None, config=None):
+    _log(source, target)
+    return OptimizeOutcome(ptx=ptx.replace("_Z1kPf", "_Z1kPf_renamed"), changed=True)
+
+
+def slow(ptx, *, mode="optimize", source=None, target=None, config=None):
+    _log(source, target)
+    time.sleep(30)
+    return OptimizeOutcome(ptx=ptx, changed=False)
+
+
+def chatty(ptx, *, mode="optimize", source=None, target=None, config=None):
+    """Messages for the user, and a record where superopt writes its own (NVCC_PLUS_REPORT_DIR)."""
+    _log(source, target)
+    folder = os.environ.get("NVCC_PLUS_REPORT_DIR")
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, f"{os.path.basename(source)}.{target}.json"), "w") as f:
+            f.write('{"kernel": "k"}\n')
+    return OptimizeOutcome(ptx=ptx, changed=False, messages=["kernel k: nothing to do"],
+                           records=[{"kernel": "k", "target": target}])
+
+
+def not_text(ptx, *, mode="optimize", source=None, target=None, config=None):
+    return 42
