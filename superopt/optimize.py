@@ -105,6 +105,14 @@ def optimize_module(ptx: str, *, target: str | None = None, source: str | None =
                 continue
         if judge is None:
             judge = Judge(options.backend, options.policy, options.check_sets, options.timing_reps)
+        if not judge.can_time and options.no_gpu == "locked":
+            # Nothing found here could be applied: do not spend a build's time searching.
+            records["kernels"].append({
+                "kernel": fn.name, "signature": fn.signature, "status": "kept-baseline", "decision": None,
+                "reason": "no GPU and no locked or cached decision: nvcc's code kept "
+                          "(NVCC_PLUS_NO_GPU=estimate searches with the emulator and a static estimate)",
+                "candidates": [], "notes": []})
+            continue
         spec, origin_or_reason = (spec_for(module, fn.name) if spec_for
                                   else find_spec(module, fn.name, source=source, config=config))
         result = search_kernel(module, fn.name, spec, target=target, options=options, judge=judge)
