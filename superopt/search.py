@@ -17,6 +17,7 @@ Every candidate's fate is recorded (see :mod:`superopt.record`).
 """
 from __future__ import annotations
 
+import os
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -85,8 +86,12 @@ class Judge:
                      sets=self.check_sets)
 
     def time(self, base_ptx: str, cand_ptx: str, spec):
+        """Timing holds the GPU's lock: concurrent compilations (make -j) never time at once."""
+        from superopt.gpu_lock import gpu_lock
         from superopt.timing import time_pair
-        return time_pair(base_ptx, cand_ptx, spec, backend=self.backend, reps=self.timing_reps)
+        device = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0] or "0"
+        with gpu_lock(device):
+            return time_pair(base_ptx, cand_ptx, spec, backend=self.backend, reps=self.timing_reps)
 
 
 def rule_candidates(module: ptx_ir.Module, kernel: str, options: SearchOptions,
