@@ -6,7 +6,7 @@ This is what :func:`superopt.api.optimize_ptx` runs in ``optimize`` mode and wha
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import ptx_ir
@@ -115,7 +115,14 @@ def optimize_module(ptx: str, *, target: str | None = None, source: str | None =
             continue
         spec, origin_or_reason = (spec_for(module, fn.name) if spec_for
                                   else find_spec(module, fn.name, source=source, config=config))
-        result = search_kernel(module, fn.name, spec, target=target, options=options, judge=judge)
+        kernel_options = options
+        if spec is not None and str(origin_or_reason).startswith(("toml", "comment", "file")):
+            # An explicit spec is the user's launch contract: occupancy knobs may rely on it.
+            blocks = [s.block for s in spec] if isinstance(spec, list) else [spec.block]
+            biggest = max(blocks, key=lambda b: b[0] * b[1] * b[2])
+            kernel_options = replace(options, extra_params={**options.extra_params,
+                                                           "occupancy": {"block": tuple(biggest)}})
+        result = search_kernel(module, fn.name, spec, target=target, options=kernel_options, judge=judge)
         kr = result.record
         if spec is None:
             kr["reason"] = f"not verifiable: {origin_or_reason}"

@@ -24,6 +24,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import ptx_ir
@@ -101,7 +102,9 @@ def main(argv: list[str] | None = None) -> None:
         if args.kernel and name not in args.kernel:
             continue
         print(f"[bench] {name} ...", flush=True)
-        result = search_kernel(module, name, spec, target="sm_90", options=options, judge=judge)
+        # The spec is this benchmark's launch contract, so occupancy knobs may use its block.
+        opts = replace(options, extra_params={"occupancy": {"block": tuple(spec.block)}})
+        result = search_kernel(module, name, spec, target="sm_90", options=opts, judge=judge)
         rec = result.record
         records.append(rec)
         win = next((c for c in rec["candidates"] if c["fate"] == "winner"), None)
