@@ -84,6 +84,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--budget", type=float, default=90.0, help="search seconds per kernel")
     ap.add_argument("--out", type=Path, help="result file (default bench/results/<date>-<gpu>.json)")
     ap.add_argument("--records", type=Path, help="also write the superopt records here")
+    ap.add_argument("--merge", type=Path, nargs="*", default=[],
+                    help="earlier result files (other kernels of the same run) to merge into this one")
     args = ap.parse_args(argv)
 
     judge = Judge("gpu", "exact")
@@ -142,6 +144,9 @@ def main(argv: list[str] | None = None) -> None:
         })
         print(f"[bench] {name}: {base['median_us']:.2f} us -> {plus['median_us']:.2f} us "
               f"({speedup:.3f}x) {win['id'] if win else 'baseline kept'}", flush=True)
+    for earlier in args.merge:
+        done = {r["kernel"] for r in rows}
+        rows = [r for r in json.loads(earlier.read_text())["kernels"] if r["kernel"] not in done] + rows
     geo = math.exp(sum(math.log(r["speedup"]) for r in rows) / len(rows)) if rows else None
     flag_speeds = [r["flags_extra_device_vectorization"]["speedup"] for r in rows
                    if r["flags_extra_device_vectorization"]["speedup"]]
