@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 SUPPORTED_VERSIONS = (1,)
-FATES = ("rejected-ptxas", "rejected-check", "not-judged", "verified", "faster", "not-faster",
+FATES = ("rejected-ptxas", "same-code", "rejected-check", "not-judged", "verified", "faster", "not-faster",
          "not-timed", "winner", "estimate-winner", "skipped-budget", "error", None)
 
 

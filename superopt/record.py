@@ -60,7 +60,7 @@ def candidate_entry(candidate) -> dict:
         "provenance": candidate.provenance,
         "changes": candidate.changes[:50],
         "ptx_hash": candidate.hash,
-        "fate": None,            # rejected-ptxas | rejected-check | not-judged | verified |
+        "fate": None,            # rejected-ptxas | same-code | rejected-check | not-judged | verified |
                                  # faster | not-faster | not-timed | winner | estimate-winner |
                                  # skipped-budget | error
         "reason": None,

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import ptx_ir
 from superopt import record as rec
-from superopt.candidates import Candidate, Step, make_candidate
+from superopt.candidates import Candidate, Step, make_candidate, text_hash
 from superopt.passes import param_grid, registry
 from superopt.ptxas import run_ptxas
 
@@ -94,11 +94,21 @@ class Judge:
             return time_pair(base_ptx, cand_ptx, spec, backend=self.backend, reps=self.timing_reps)
 
 
+# Structural rewrites first: within a budget, the passes that change how memory is moved or
+# how much work is done are worth more time than hints and knobs.
+PASS_PRIORITY = ("vectorize-memory", "warp-shuffle-reduction", "unroll", "address-arithmetic",
+                 "occupancy", "nounroll", "cache-hints")
+
+
+def _priority(name: str) -> int:
+    return PASS_PRIORITY.index(name) if name in PASS_PRIORITY else len(PASS_PRIORITY)
+
+
 def rule_candidates(module: ptx_ir.Module, kernel: str, options: SearchOptions,
                     notes: list[str]) -> list[Candidate]:
     """Every pass alone with each parameter combination, deduplicated by text."""
     passes = registry()
-    names = options.passes if options.passes is not None else list(passes)
+    names = options.passes if options.passes is not None else sorted(passes, key=_priority)
     out: list[Candidate] = []
     seen: set[str] = set()
     for name in names:
@@ -133,13 +143,22 @@ def static_estimate(ptx: str, kernel: str) -> float:
 
 
 def evaluate(candidate: Candidate, baseline_ptx: str, spec, judge: Judge, target: str,
-             base_resources) -> dict:
-    """Run one candidate through ptxas, the check and timing; return its record entry."""
+             base_resources, seen_code: dict | None = None) -> dict:
+    """Run one candidate through ptxas, the check and timing; return its record entry.
+
+    ``seen_code`` (cubin hash -> who made it, the baseline included) skips candidates that
+    ptxas turns into machine code already judged: their fate is ``same-code``."""
     entry = rec.candidate_entry(candidate)
-    static = run_ptxas(candidate.ptx, target)
+    static = run_ptxas(candidate.ptx, target, keep_cubin=seen_code is not None)
     if not static.ok:
         entry.update(fate="rejected-ptxas", reason=_first_error(static.log))
         return entry
+    if seen_code is not None and static.cubin is not None:
+        code = text_hash(static.cubin.hex())
+        if code in seen_code:
+            entry.update(fate="same-code", reason=f"ptxas made the same machine code as {seen_code[code]}")
+            return entry
+        seen_code[code] = candidate.id
     res = static.resources.get(candidate.kernel)
     entry["resources"] = rec.resources_dict(res)
     # Every launch shape of the spec must agree (inferred specs come with several).
@@ -185,7 +204,8 @@ def search_kernel(module: ptx_ir.Module, kernel: str, spec, *, target: str, opti
     fn = module.function(kernel)
     record = rec.kernel_record(fn, target)
     baseline_ptx = ptx_ir.emit(module)
-    base_static = run_ptxas(baseline_ptx, target)
+    base_static = run_ptxas(baseline_ptx, target, keep_cubin=True)
+    seen_code = {text_hash(base_static.cubin.hex()): "nvcc's own code"} if base_static.cubin else {}
     record["baseline"]["resources"] = rec.resources_dict(base_static.resources.get(kernel))
     record["baseline"]["ptx"] = ptx_ir.printer.emit_function(fn)
     if spec is None:
@@ -212,7 +232,8 @@ def search_kernel(module: ptx_ir.Module, kernel: str, spec, *, target: str, opti
                 entries.append(e)
                 continue
             try:
-                e = evaluate(cand, baseline_ptx, spec, judge, target, base_static.resources.get(kernel))
+                e = evaluate(cand, baseline_ptx, spec, judge, target, base_static.resources.get(kernel),
+                             seen_code)
             except Exception as exc:
                 e = rec.candidate_entry(cand)
                 e.update(fate="error", reason=f"{type(exc).__name__}: {exc}",

@@ -23,9 +23,20 @@ DATA = Path(__file__).parent.parent / "ptx_ir" / "data" / "analyses.ptx"
 KERNEL = "_Z7diamondPiPKii"
 
 
-@passes.register(name="test-commute", summary="swap the operands of mul.lo", assumes="mul is commutative",
-                 params={}, source="tests")
+@passes.register(name="test-commute", summary="read the input through the non-coherent path",
+                 assumes="the input is never written (true of diamond's `in`)", params={}, source="tests")
 def _commute(fn):
+    out = []
+    for inst in list(fn.instructions):
+        if inst.opcode == "ld" and inst.space == ".global":
+            fn.replace(inst, inst.with_(modifiers=(".global", ".nc", *inst.modifiers[1:])))
+            out.append(passes.Change("ld.global -> ld.global.nc", inst))
+    return out
+
+
+@passes.register(name="test-same-code", summary="swap the operands of mul.lo", assumes="mul is commutative",
+                 params={}, source="tests")
+def _swap(fn):
     out = []
     for inst in list(fn.instructions):
         if inst.opcode == "mul" and ".lo" in inst.modifiers:
@@ -87,11 +98,11 @@ class ScriptedJudge:
         return Verdict("accepted", "bit-identical on 4 input sets")
 
     def time(self, base, cand, spec):
-        s = self.speedups.get("commute", 1.0) if "mul.lo.s32 \t%r6, 3, %r5;" in cand else 1.0
+        s = self.speedups.get("commute", 1.0) if "ld.global.nc.u32" in cand else 1.0
         return Timing("ok", s > 1.01, s)
 
 
-OPTS = SearchOptions(passes=["test-commute", "test-break", "test-nofire"], budget_s=60)
+OPTS = SearchOptions(passes=["test-commute", "test-break", "test-nofire", "test-same-code"], budget_s=60)
 
 
 def module():
@@ -103,20 +114,20 @@ def test_fastest_verified_candidate_wins_and_every_fate_is_recorded():
     result = search_kernel(module(), KERNEL, spec={"fake": True}, target="sm_90", options=OPTS, judge=judge)
     rec = result.record
     fates = {c["id"]: c["fate"] for c in rec["candidates"]}
-    assert fates == {"test-commute": "winner", "test-break": "rejected-check"}
+    assert fates == {"test-commute": "winner", "test-break": "rejected-check", "test-same-code": "same-code"}
     assert rec["status"] == "optimized" and rec["winner"] == "test-commute"
     assert result.winner.plan == [Step("test-commute", {})]
     broken = next(c for c in rec["candidates"] if c["id"] == "test-break")
     assert "element 3 differs" in broken["reason"]
     assert rec["baseline"]["resources"]["registers"] > 0
-    assert "mul.lo.s32 \t%r6, 3, %r5;" in next(c for c in rec["candidates"] if c["fate"] == "winner")["ptx"]
+    assert "ld.global.nc.u32" in next(c for c in rec["candidates"] if c["fate"] == "winner")["ptx"]
 
 
 def test_not_faster_keeps_baseline():
     result = search_kernel(module(), KERNEL, spec={"fake": True}, target="sm_90", options=OPTS,
                            judge=ScriptedJudge(speedups={"commute": 1.0}))
     assert result.winner is None and result.record["status"] == "kept-baseline"
-    assert {c["fate"] for c in result.record["candidates"]} == {"not-faster", "rejected-check"}
+    assert {c["fate"] for c in result.record["candidates"]} == {"not-faster", "rejected-check", "same-code"}
 
 
 def test_no_spec_is_not_verifiable():
@@ -134,7 +145,7 @@ def test_no_gpu_applies_nothing_by_default_and_estimates_only_on_request(monkeyp
     import superopt.search as search_mod
     real = search_mod.static_estimate
     monkeypatch.setattr(search_mod, "static_estimate",
-                        lambda ptx, k: real(ptx, k) - ("%r6, 3, %r5" in ptx))
+                        lambda ptx, k: real(ptx, k) - ("ld.global.nc.u32" in ptx))
     est = search_kernel(module(), KERNEL, {"x": 1}, target="sm_90", options=estimate_opts, judge=judge)
     assert est.record["decision"] == "estimate" and est.winner is not None
     assert est.record["candidates"][0]["fate"] == "estimate-winner"
@@ -155,7 +166,7 @@ def test_module_cache_and_lockfile(tmp_path, monkeypatch):
     judge = ScriptedJudge(speedups={"commute": 1.3})
     first = optimize_module(text, config=cfg, kernels=[KERNEL], judge=judge, spec_for=lambda m, k: ({"x": 1}, "test"))
     assert first.changed and judge.calls == 2
-    assert "mul.lo.s32 \t%r6, 3, %r5;" in first.ptx
+    assert "ld.global.nc.u32" in first.ptx
     validate(first.records)
     # Rebuild: the cached decision applies without judging anything.
     again = optimize_module(text, config=cfg, kernels=[KERNEL], judge=judge, spec_for=lambda m, k: ({"x": 1}, "test"))
@@ -177,7 +188,7 @@ def test_reports_render_and_gate():
               "kernels": [res.record]}
     md = render.markdown([record])
     assert "| `diamond(int*, int const*, int)` | sm_90 | optimized | test-commute | 1.25×" in md
-    assert "```diff" in md and "+\tmul.lo.s32 \t%r6, 3, %r5;" in md
+    assert "```diff" in md and "+\tld.global.nc.u32 \t%r5, [%rd6];" in md
     page = render.html_report([record])
     assert "<svg" in page and "test-commute" in page and "diff_chg" in page
     slower = ScriptedJudge(speedups={"commute": 1.0})
