@@ -544,9 +544,16 @@ def load_specs(source: str, *, fmt: str | None = None) -> dict[str, LaunchSpec]:
         if fmt is None:
             fmt = "json" if source.endswith(".json") else "toml"
     if fmt is None:
-        fmt = "json" if text.lstrip().startswith(("{", "[")) and not text.lstrip().startswith("[[") else "toml"
+        # "[" opens both a JSON list and a TOML table header: try JSON, then TOML.
+        fmt = "json" if text.lstrip().startswith("{") else "json-or-toml" if text.lstrip().startswith("[") else "toml"
     try:
-        doc = json.loads(text) if fmt == "json" else tomllib.loads(text)
+        if fmt == "json-or-toml":
+            try:
+                doc = json.loads(text)
+            except json.JSONDecodeError:
+                fmt, doc = "toml", tomllib.loads(text)
+        else:
+            doc = json.loads(text) if fmt == "json" else tomllib.loads(text)
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as e:
         raise SpecError(f"cannot read spec ({fmt}): {e}") from None
     return _collect(doc, origin)

@@ -110,3 +110,10 @@ def test_scalar_and_types():
     assert LaunchSpec.from_toml(spec.to_toml()).param("n").value == 2**64 - 1
     b = Buffer("b", "f64", "n", "out")
     assert b.elem.size == 8
+
+
+def test_toml_text_starting_with_a_table_header_is_toml():
+    from superopt.launch_spec import load_specs
+    text = ('[kernels."saxpy"]\ngrid = ["cdiv(n, 256)", 1, 1]\nblock = [256, 1, 1]\n'
+            'params = [{name = "n", kind = "scalar", type = "s32", value = 1000}]\n')
+    assert list(load_specs(text)) == ["saxpy"]

@@ -1,0 +1,1036 @@
+"""How to launch a kernel so that a rewrite of it can be judged: explicit or inferred specs.
+
+:func:`infer_specs` answers, for one ``.entry`` of a PTX module, with an
+:class:`InferenceResult`: one or several :class:`~superopt.launch_spec.LaunchSpec` (several
+launch shapes), or the reason the kernel is *not verifiable*. In order of priority:
+
+1. **nvcc-plus.toml** — a ``[kernels."NAME"]`` table in the format of
+   :mod:`superopt.launch_spec`, where NAME is the PTX entry name, the demangled signature
+   (``saxpy(int, float, float const*, float*)``), the demangled name (``saxpy``,
+   ``ns::scale<float>``) or the unqualified name.
+2. **A ``// nvcc-plus:`` comment** beside the kernel in the .cu source (syntax in
+   :mod:`superopt.spec_comments`).
+3. **Inference from the IR**, below.
+
+Inference
+---------
+* *Parameters.* Pointers become buffers (element type from the demangled C++ type, else
+  from the PTX types accessed through them), other parameters scalars. A by-value struct
+  of 1, 2, 4 or 8 bytes becomes an integer scalar of that size holding its fields (floats
+  1.5, 0.75, ...; integers 3; an empty functor 0); an 8-byte struct that is only a pointer
+  (``thrust::device_ptr``, an iterator) a buffer. Larger structs: not verifiable.
+* *Scalars.* Integer scalars that bound thread indices, loops or addresses are *sizes*:
+  they get distinct primes (never multiples of a block size). Their scale doubles from 24
+  while the traced launch stays cheap to check (at most ~1.3e5 threads, 16 MB of buffers,
+  a bounded number of traced thread-steps), so 1-D kernels get n ~ 1e5, 2-D ~ 300 x 250,
+  GEMM ~ 100 x 80 x 120. Scalars compared only with constants (modes, tile sizes) get 8,
+  divisors 7, shift amounts 3; float scalars ordinary values (1.5, 0.75, ...).
+* *Grid.* From the guards ``index(blockIdx.d) < bound`` (:func:`superopt.spec_facts.grid_bounds`):
+  ``grid.d = cdiv(bound, extent per block)``, so the last block is partial; grid-stride
+  loops get a quarter of that, so that threads loop. Unbounded grid dimensions get a
+  small constant (shrunk if the launch is too costly).
+* *Block shapes.* 1-D: 256, 96, 1024 (and others if those do not fit); 2-D: 32x8, 16x16,
+  32x4; 3-D: 8x8x4, 32x4x2, 16x4x4; a tile written as a constant (``blockIdx.x * 32``)
+  goes first; ``.reqntid``/``.maxntid`` are obeyed; warp-level collectives keep block
+  sizes multiples of 32. A shape is dropped when the kernel then touches shared memory out
+  of bounds, reads shared memory no thread of the block writes, reaches ``trap``, or
+  writes no buffer at all. Dynamic shared memory is sized from what the trace touches.
+* *Proof.* Every launch that the spec allows — the spec's scalar values and the other
+  sizes it lists (``values``; ``vary_sizes`` is off, so the checker uses only those) —
+  is traced by :mod:`superopt.spec_trace` over every thread. A buffer's length is an
+  expression over the scalars (``n``, ``w*h``, ``M*K``, ``n + 1``, ``cdiv(n, 256)``,
+  ``256``) fitted to the traced extents and checked to cover them at every one of those
+  launches. Data-dependent indices without a bounds check (histogram bins, gathers) make
+  the index buffer draw its values from ``index:0..1000`` and the indexed buffer 1000
+  long. Whatever cannot be bounded (a pointer loaded from memory, a loop whose trip count
+  depends on data, textures, calls) makes the kernel not verifiable, with the reason.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import ptx_ir
+from superopt.launch_spec import Buffer, LaunchSpec, Scalar, SpecError, elem_type, eval_expr, load_specs
+from superopt.spec_comments import directive_spec, find_directives, find_kernels
+from superopt.spec_facts import (ParamInfo, affine_to_expr, grid_bounds, kernel_traits,
+                                 param_infos, scalar_roles)
+from superopt.spec_trace import TraceResult, trace
+
+__all__ = ["InferenceResult", "infer_specs", "check_spec", "explicit_specs", "INDEX_RANGE"]
+
+INDEX_RANGE = 1000                    # values of index buffers without a bound: 0..999
+MAX_THREADS = 1 << 17
+MAX_LANE_STEPS = 2_500_000            # traced work of the main launch
+MAX_STEPS = 4000
+MAX_BYTES = 16 << 20                  # all buffers of one launch
+MAX_BUFFER_BYTES = 8 << 20
+TIME_BUDGET = 60.0                    # seconds for one kernel (a safety net; the budgets
+TRACE_BUDGET = 30.0                   # that decide are the deterministic ones below)
+TOTAL_LANE_STEPS = 40_000_000         # traced work for one kernel, all traces together
+TOTAL_STEPS = 20_000
+SCALE_START = 24
+SCALE_MIN = 3
+SHARED_PROBE = (1 << 20) - 1024       # dynamic shared memory while measuring what is used
+MAX_DYNAMIC_SHARED = 48 * 1024        # without the opt-in attribute, what a launch may ask for
+SCALE_MAX = 100_000
+SIZE_FACTORS = [1.0, 0.83, 1.19, 0.71, 1.31, 0.91, 1.09, 0.77, 1.23, 0.67]
+FLOAT_VALUES = [1.5, 0.75, -2.0, 0.5, 3.0, -0.25]
+DEFAULT_GRID = (13, 5, 3)
+SHAPES = {
+    1: [(256, 1, 1), (96, 1, 1), (1024, 1, 1), (128, 1, 1), (64, 1, 1), (32, 1, 1), (512, 1, 1)],
+    2: [(32, 8, 1), (16, 16, 1), (32, 4, 1), (8, 8, 1), (32, 16, 1), (64, 4, 1), (32, 32, 1)],
+    3: [(8, 8, 4), (32, 4, 2), (16, 4, 4), (8, 8, 8), (4, 4, 4), (32, 8, 4)],
+}
+_RESERVED = {"min", "max", "cdiv", "ceil_div"}
+NO_WRITES = "it writes no buffer: there is no output a check could compare"
+
+
+# --------------------------------------------------------------------------- result
+
+@dataclass
+class InferenceResult:
+    kernel: str                              # the PTX entry name
+    specs: list = field(default_factory=list)
+    origin: str | None = None                # "toml:<file>", "comment", "inferred"
+    reason: str | None = None                # why not verifiable (when specs is empty)
+    notes: list = field(default_factory=list)
+    signature: str | None = None             # demangled C++ signature
+
+    @property
+    def verifiable(self) -> bool:
+        return bool(self.specs)
+
+    def __bool__(self) -> bool:
+        return self.verifiable
+
+    def summary(self) -> str:
+        name = self.signature or self.kernel
+        if not self.specs:
+            return f"{name}: not verifiable: {self.reason}"
+        shapes = ", ".join(_fmt_shape(s.block) for s in self.specs)
+        return f"{name}: {len(self.specs)} launch spec(s) ({self.origin}; blocks {shapes})"
+
+    def to_dict(self) -> dict:
+        return {"kernel": self.kernel, "signature": self.signature, "origin": self.origin,
+                "verifiable": self.verifiable, "reason": self.reason, "notes": list(self.notes),
+                "specs": [s.to_dict() for s in self.specs]}
+
+
+class _NotVerifiable(Exception):
+    pass
+
+
+# --------------------------------------------------------------------------- entry point
+
+def infer_specs(module, kernel_name: str, *, source_text: str | None = None, config: Any = None,
+                max_specs: int = 3) -> InferenceResult:
+    """Launch specs for ``kernel_name`` in ``module`` (a ptx_ir Module or PTX text).
+
+    ``config`` is the nvcc-plus.toml document (a dict, as nvcc_plus.config hands it over),
+    a path to a TOML/JSON spec file, or its text. ``source_text`` is the .cu source, for
+    ``// nvcc-plus:`` comments and C++ parameter names.
+    """
+    if isinstance(module, str):
+        module = ptx_ir.parse(module)
+    fn = _resolve(module, kernel_name)
+    if fn is None:
+        names = ", ".join(k.name for k in module.kernels) or "none"
+        return InferenceResult(kernel=kernel_name, reason=f"no kernel {kernel_name!r} in the module (has: {names})")
+    sig = fn.signature
+    result = InferenceResult(kernel=fn.name, signature=sig)
+    infos = param_infos(fn)
+    decl = _source_decl(source_text, fn) if source_text else None
+    names = _spec_names(infos, decl.params if decl else None)
+
+    # 1. nvcc-plus.toml
+    try:
+        found = explicit_specs(config, fn)
+    except SpecError as e:
+        found, result.notes = None, [f"nvcc-plus.toml: {e}"]
+    if found:
+        specs, origin = found
+        return _explicit(result, module, fn, infos, specs, origin)
+    # 2. // nvcc-plus: comments
+    if source_text and decl is not None:
+        texts = find_directives(source_text).get(decl.name, [])
+        if texts:
+            try:
+                specs = [directive_spec(t, fn.name, infos, decl.params) for t in texts]
+            except SpecError as e:
+                result.reason = f"the // nvcc-plus: comment for {decl.name} is invalid: {e}"
+                return result
+            return _explicit(result, module, fn, infos, specs, "comment")
+    # 3. inference
+    try:
+        _Inferrer(module, fn, infos, names, result, max_specs).run()
+    except _NotVerifiable as e:
+        result.specs = []
+        result.reason = str(e)
+    result.origin = "inferred" if result.specs else None
+    return result
+
+
+def _resolve(module, name: str):
+    kernels = module.kernels
+    for k in kernels:
+        if k.name == name:
+            return k
+    norm = _norm(name)
+    for level in (lambda k: _norm(k.signature or "") == norm,
+                  lambda k: _norm(_base(k.signature or "")) == norm,
+                  lambda k: _norm(_short(k.signature or "")) == norm):
+        hits = [k for k in kernels if k.signature and level(k)]
+        if len(hits) == 1:
+            return hits[0]
+    hits = [k for k in kernels if name in k.name]
+    return hits[0] if len(hits) == 1 else None
+
+
+def _norm(s: str) -> str:
+    return re.sub(r"\s+", "", s or "")
+
+
+def _base(sig: str) -> str:
+    """``void ns::scale<float>(float*, int)`` -> ``ns::scale<float>``."""
+    depth = 0
+    head = sig
+    for i in range(len(sig) - 1, -1, -1):
+        ch = sig[i]
+        if ch == ")":
+            depth += 1
+        elif ch == "(":
+            depth -= 1
+            if depth == 0:
+                head = sig[:i]
+                break
+    # drop a return type (templates are demangled with one): the last space outside <>
+    depth = 0
+    cut = 0
+    for i, ch in enumerate(head):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif ch == " " and depth == 0:
+            cut = i + 1
+    return head[cut:].strip()
+
+
+def _short(sig: str) -> str:
+    b = _base(sig)
+    b = re.sub(r"<.*>$", "", b)
+    return b.split("::")[-1]
+
+
+def _source_decl(source: str, fn):
+    try:
+        decls = find_kernels(source)
+    except Exception:
+        return None
+    short = _short(fn.signature) if fn.signature else fn.name
+    hits = [d for d in decls if d.name == short and len(d.params) == len(fn.params)]
+    return hits[0] if hits else None
+
+
+def _spec_names(infos: list[ParamInfo], cxx: list | None) -> list[str]:
+    out, used = [], set()
+    for i, p in enumerate(infos):
+        n = cxx[i] if cxx and i < len(cxx) and cxx[i] else f"p{i}"
+        if not re.fullmatch(r"[A-Za-z_]\w*", n) or n in _RESERVED:
+            n = f"p{i}"
+        while n in used:
+            n = f"{n}_{i}"
+        used.add(n)
+        out.append(n)
+    return out
+
+
+# --------------------------------------------------------------------------- explicit specs
+
+def explicit_specs(config, fn) -> tuple[list, str] | None:
+    """Specs for ``fn`` from nvcc-plus.toml (a dict, a path or text); None when it has none."""
+    if config is None:
+        return None
+    origin = "toml"
+    tables: dict = {}
+    if isinstance(config, dict):
+        path = config.get("config_path")
+        origin = f"toml:{path}" if path else "toml"
+        kern = config.get("kernels")
+        if isinstance(kern, dict):
+            for name, d in kern.items():
+                tables[name] = _specs_of_table(d, name, origin)
+    elif isinstance(config, str):
+        import os
+        fmt = None
+        if "\n" not in config and os.path.exists(config):
+            origin = f"toml:{config}"
+            fmt = "json" if config.endswith(".json") else "toml"
+        else:
+            # launch_spec guesses JSON for any text starting with "[": a TOML table header too
+            fmt = "json" if config.lstrip().startswith("{") else "toml"
+        for name, spec in load_specs(config, fmt=fmt).items():
+            tables[name] = [spec]
+    else:
+        raise SpecError(f"config must be a dict, a path or TOML text, not {type(config).__name__}")
+    if not tables:
+        return None
+    sig = fn.signature or ""
+    keys = [fn.name, _norm(sig), _norm(_base(sig)), _norm(_short(sig))]
+    for key in keys:
+        for name, specs in tables.items():
+            if key and (name == key or _norm(name) == key):
+                return specs, origin
+    return None
+
+
+def _specs_of_table(d, name, origin) -> list:
+    if isinstance(d, list):
+        return [LaunchSpec.from_dict(x, kernel=name, origin=origin) for x in d]
+    if isinstance(d, dict) and "shapes" in d:
+        base = {k: v for k, v in d.items() if k != "shapes"}
+        return [LaunchSpec.from_dict({**base, **s}, kernel=name, origin=origin) for s in d["shapes"]]
+    return [LaunchSpec.from_dict(d, kernel=name, origin=origin)]
+
+
+def _explicit(result, module, fn, infos, specs, origin):
+    out = []
+    for spec in specs:
+        problem = _fits(spec, infos)
+        if problem:
+            where = "nvcc-plus.toml" if origin.startswith("toml") else "the // nvcc-plus: comment"
+            result.reason = f"the spec in {where} does not fit {fn.name}: {problem}"
+            result.specs = []
+            return result
+        out.append(replace(spec, kernel=fn.name, origin=origin))
+    result.specs = out
+    result.origin = origin
+    for spec in out:
+        result.notes += check_spec(module, fn, spec)
+    return result
+
+
+def _fits(spec: LaunchSpec, infos: list[ParamInfo]) -> str | None:
+    if len(spec.params) != len(infos):
+        return f"it has {len(spec.params)} params, the kernel {len(infos)}"
+    for p, info in zip(spec.params, infos):
+        if isinstance(p, Buffer) != (info.kind == "ptr"):
+            what = "a pointer" if info.kind == "ptr" else f"a {info.kind} ({info.ptx_type})"
+            return f"param {p.name!r} is a {p.kind} but parameter {info.index} is {what}"
+        if info.kind == "struct" and (isinstance(p, Buffer) or p.elem.size != info.size):
+            return f"parameter {info.index} is a {info.size}-byte by-value struct; give a scalar of that size"
+    try:
+        spec.resolved()
+    except SpecError as e:
+        return str(e)
+    return None
+
+
+def check_spec(module, fn, spec: LaunchSpec, *, max_threads: int = 1 << 20) -> list[str]:
+    """Trace ``spec`` (its values and listed variants) and say where its buffers are too
+    small or the launch cannot be bounded; [] when it covers everything it was traced for."""
+    infos = param_infos(fn)
+    notes = []
+    variants = [{}]
+    explicit = {s.name: s.values for s in spec.scalars if s.values}
+    for i in range(max((len(v) for v in explicit.values()), default=0)):
+        variants.append({n: v[i % len(v)] for n, v in explicit.items()})
+    for ov in variants:
+        try:
+            rs = spec.resolved(ov)
+        except SpecError as e:
+            notes.append(f"spec cannot be resolved with {ov}: {e}")
+            continue
+        threads = math.prod(rs.grid) * math.prod(rs.block)
+        if threads > max_threads:
+            notes.append(f"launch {rs.grid}x{rs.block} too large to trace; buffer lengths not checked")
+            continue
+        kinds, ranges = {}, {}
+        for i, (p, info) in enumerate(zip(rs.params, infos)):
+            if isinstance(p, Buffer):
+                kinds[i] = ("ptr",)
+                if p.distribution.startswith("index:"):
+                    env = rs.scalar_values()
+                    lo, _, hi = p.distribution[6:].partition("..")
+                    ranges[i] = (eval_expr(lo, env), eval_expr(hi, env) - 1)
+            elif p.elem.is_float:
+                kinds[i] = ("float",)
+            else:
+                kinds[i] = ("int", p.value)
+        r = trace(module, fn, rs.grid, rs.block, rs.shared_bytes, kinds, ranges)
+        label = ", ".join(f"{k}={v}" for k, v in rs.scalar_values().items() if k in rs.size_params()) or "as given"
+        for prob in r.problems + r.shape_problems:
+            notes.append(f"launch ({label}): {prob}")
+        for i, acc in r.buffers.items():
+            p = rs.params[i]
+            if acc.end is None:
+                continue
+            if acc.lo < 0:
+                notes.append(f"launch ({label}): buffer {p.name!r} is accessed {-acc.lo} bytes before its start")
+            need = -(-acc.end // p.elem.size)
+            if need > p.length:
+                notes.append(f"launch ({label}): buffer {p.name!r} has {p.length} elements but the kernel "
+                             f"touches element {need - 1}")
+    return notes
+
+
+# --------------------------------------------------------------------------- inference
+
+def _nextprime(n: int) -> int:
+    n = max(2, int(n))
+    while True:
+        if n < 4 or all(n % d for d in range(2, int(math.isqrt(n)) + 1)):
+            return n
+        n += 1
+
+
+class _Inferrer:
+    def __init__(self, module, fn, infos, names, result: InferenceResult, max_specs: int):
+        self.module = module
+        self.fn = fn
+        self.infos = infos
+        self.names = names
+        self.result = result
+        self.max_specs = max_specs
+        self.dists: dict[int, tuple[int, int]] = {}     # param -> index range of its values
+        self.notes = result.notes
+        import time
+        self._time = time.monotonic
+        self.deadline = self._time() + TIME_BUDGET
+        self.spent_lanes = 0
+        self.spent_steps = 0
+        self.cache: dict = {}
+        self.grid_factor = 1.0            # shrinks fixed grids when a launch is too costly
+
+    # -- top level
+    def run(self):
+        fn, infos = self.fn, self.infos
+        for p in infos:
+            if p.kind == "struct" and p.size not in (1, 2, 4, 8):
+                raise _NotVerifiable(
+                    f"parameter {p.index} is passed by value as a {p.size}-byte struct"
+                    + (" that the kernel reads" if p.loaded else "")
+                    + "; a launch spec has scalars of 1, 2, 4 or 8 bytes only")
+        if not any(p.kind == "ptr" for p in infos):
+            raise _NotVerifiable("it has no pointer parameters: there is no output a check could compare")
+        self.bounds = grid_bounds(fn)
+        self.traits = kernel_traits(fn, self.module, self.bounds)
+        self.roles = scalar_roles(fn)
+        self.ptx_names = {p.ptx_name: self.names[p.index] for p in infos if p.kind == "int"}
+        self._classify_scalars()
+        shapes = self._shapes()
+        if not shapes:
+            raise _NotVerifiable("no block shape satisfies the kernel's .reqntid/.maxntid")
+        self.multiple = 1
+        for _attempt in range(4):
+            try:
+                return self._run_shapes(shapes)
+            except _NeedMultiple as e:
+                if not self.scaled or e.multiple <= self.multiple:
+                    raise _NotVerifiable(e.reason)
+                self.multiple = e.multiple
+                self.notes.append(f"sizes are multiples of {e.multiple}: {e.reason}")
+                self.cache.clear()
+                self.hist = None
+        raise _NotVerifiable("no sizes satisfy the kernel's alignment and warp requirements")
+
+    def _run_shapes(self, shapes):
+        specs, rejected = [], []
+        scale = None
+        first_scale = None
+        for shape in shapes:
+            if len(specs) >= self.max_specs:
+                break
+            try:
+                if scale is None:
+                    scale = first_scale = self._choose_scale(shape)
+                    self.first_shape = shape
+                else:
+                    scale = self._rescale(shape, first_scale)
+                spec, scale = self._spec_for_shape(shape, scale)
+            except _ShapeRejected as e:
+                rejected.append(f"{_fmt_shape(shape)}: {e}")
+                continue
+            except _NotVerifiable as e:
+                if not specs:
+                    raise
+                self.notes.append(f"stopped after {len(specs)} launch shape(s): {e}")
+                break
+            specs.append(spec)
+        if rejected:
+            self.notes.append("block shapes rejected: " + "; ".join(rejected[:4])
+                              + (f" (+{len(rejected) - 4} more)" if len(rejected) > 4 else ""))
+        if not specs:
+            if rejected and all(r.endswith(NO_WRITES) for r in rejected):
+                raise _NotVerifiable(NO_WRITES)
+            firsts = [r for r in rejected if not r.endswith(NO_WRITES)] or rejected
+            raise _NotVerifiable(f"no launch shape works: {firsts[0]}" if firsts else "no launch shape works")
+        self.result.specs = specs
+
+    # -- scalars
+    def _classify_scalars(self):
+        self.size_idx, self.stride_idx, self.fixed = [], [], {}
+        self.struct_values = {}
+        for p in self.infos:
+            if p.kind == "struct":
+                self.struct_values[p.index] = _struct_bytes(p)
+        nfloat = 0
+        for p in self.infos:
+            if p.kind == "float":
+                self.fixed[p.index] = FLOAT_VALUES[nfloat % len(FLOAT_VALUES)]
+                nfloat += 1
+            elif p.kind == "int":
+                r = self.roles.get(p.index, set())
+                if r & {"compared", "loop"}:
+                    self.size_idx.append(p.index)
+                elif "address" in r:
+                    self.stride_idx.append(p.index)
+                elif "compared_const" in r:
+                    self.fixed[p.index] = 8          # a mode or a tile size checked against constants
+                elif "divisor" in r:
+                    self.fixed[p.index] = 7
+                elif "shift" in r:
+                    self.fixed[p.index] = 3
+                elif r:
+                    self.fixed[p.index] = 3
+                else:
+                    self.fixed[p.index] = 1
+                if "divisor" in r and p.index not in self.fixed:
+                    self.fixed.pop(p.index, None)
+
+    def _values(self, scale: float) -> dict[int, int | float]:
+        vals = dict(self.fixed)
+        vals.update(self.struct_values)
+        taken = set()
+        m = getattr(self, "multiple", 1)
+        lowest = 2 if m == 1 else 5          # m * p: a multiple of m, never of a block size
+        for j, i in enumerate(self.size_idx):
+            v = _nextprime(max(lowest, round(scale * SIZE_FACTORS[j % len(SIZE_FACTORS)] / m)))
+            while v in taken:
+                v = _nextprime(v + 1)
+            taken.add(v)
+            vals[i] = v * m
+        top = max([vals[i] for i in self.size_idx], default=scale)
+        for j, i in enumerate(self.stride_idx):
+            v = _nextprime(max(3, round((top * 1.25 + 3 + 2 * j) / m)))
+            while v in taken:
+                v = _nextprime(v + 1)
+            taken.add(v)
+            vals[i] = v * m
+        for i, v in list(vals.items()):
+            info = self.infos[i]
+            if info.kind == "int":
+                t = elem_type(info.scalar_type)
+                if t.kind == "uint" and t.size == 1:
+                    vals[i] = min(int(v), 255)
+                elif t.size == 1:
+                    vals[i] = min(int(v), 127)
+                elif t.size == 2:
+                    vals[i] = min(int(v), 32767 if t.kind == "int" else 65535)
+        return vals
+
+    @property
+    def scaled(self) -> bool:
+        return bool(self.size_idx or self.stride_idx)
+
+    # -- shapes and grids
+    def _shapes(self) -> list[tuple]:
+        t = self.traits
+        if t.reqntid:
+            return [t.reqntid]
+        dims = t.block_dims
+        cands = list(SHAPES[dims])
+        if t.tile:
+            tile = tuple(t.tile.get(d, 1 if d >= dims else None) for d in range(3))
+            if all(x is not None for x in tile) and math.prod(tile) <= 1024:
+                cands.insert(0, tile)
+            elif 0 in t.tile and dims == 1:
+                cands.insert(0, (t.tile[0], 1, 1))
+        out = []
+        for s in cands:
+            if t.maxntid and math.prod(s) > t.maxntid:
+                continue
+            if t.warp_collectives and math.prod(s) % 32:
+                continue
+            if s not in out:
+                out.append(s)
+        if t.maxntid and not out:
+            n = t.maxntid
+            out = [(n, 1, 1)] if dims == 1 else [(min(n, 32), max(1, n // 32), 1)]
+        return out
+
+    def _grid_exprs(self, shape) -> list:
+        out = []
+        for d in range(3):
+            if d not in self.traits.grid_dims:
+                out.append(1)
+                continue
+            bs = [b for b in self.bounds if b.dim == d]
+            gs = any(b.grid_stride for b in bs)
+            exprs = []
+            for b in bs:
+                e = affine_to_expr(b.expr, self.ptx_names)
+                ext = b.extent(shape[d])
+                if e is None or ext <= 0:
+                    continue
+                if re.fullmatch(r"\d+", e) and int(e) <= 2:
+                    continue                                   # a lower bound (x > 0)
+                ext *= 4 if gs else 1
+                exprs.append(f"cdiv({e}, {ext})" if ext != 1 else e)
+            exprs = sorted(set(exprs))
+            if not exprs:
+                out.append(max(1, int(DEFAULT_GRID[d] * self.grid_factor)))
+            elif len(exprs) == 1:
+                out.append(exprs[0])
+            else:
+                out.append("max(" + ", ".join(exprs) + ")")
+        return out
+
+    def _env(self, vals: dict) -> dict:
+        return {self.names[i]: v for i, v in vals.items() if self.infos[i].kind == "int"}
+
+    def _grid(self, exprs, vals) -> tuple:
+        env = self._env(vals)
+        return tuple(max(1, eval_expr(g, env)) for g in exprs)
+
+    # -- tracing
+    def _kinds(self, vals):
+        k = {}
+        for p in self.infos:
+            if p.kind == "ptr":
+                k[p.index] = ("ptr",)
+            elif p.kind == "float":
+                k[p.index] = ("float",)
+            elif p.kind == "struct":
+                k[p.index] = ("bytes", vals[p.index])
+            else:
+                k[p.index] = ("int", vals[p.index])
+        return k
+
+    def _trace(self, shape, vals, shared, lane_budget=None) -> TraceResult:
+        """Trace one launch; data-dependent unbounded indices get index distributions."""
+        key = (shape, tuple(sorted(vals.items())), shared, tuple(sorted(self.dists.items())))
+        if key in self.cache:
+            return self.cache[key]
+        exprs = self._grid_exprs(shape)
+        grid = self._grid(exprs, vals)
+        if grid[1] > 65535 or grid[2] > 65535:
+            raise _TooBig(f"grid {grid} exceeds the y/z limits")
+        for _round in range(4):
+            ranges = {i: r for i, r in self.dists.items()}
+            now = self._time()
+            if now > self.deadline:
+                raise _NotVerifiable(f"the analysis took longer than {TIME_BUDGET:.0f} s")
+            if self.spent_lanes > TOTAL_LANE_STEPS or self.spent_steps > TOTAL_STEPS:
+                raise _NotVerifiable("the analysis needs more work than its budget allows "
+                                     f"({self.spent_lanes} traced thread-steps)")
+            r = trace(self.module, self.fn, grid, shape, shared, self._kinds(vals), ranges,
+                      deadline=min(self.deadline, now + TRACE_BUDGET), max_lane_steps=lane_budget)
+            self.spent_lanes += r.lane_steps
+            self.spent_steps += r.steps
+            fixable = [k for k in r.index_sources if k not in self.dists]
+            if r.problems and fixable:
+                for k in fixable:
+                    info = self.infos[k]
+                    et = elem_type(info.elem or "s32")
+                    if et.is_float:
+                        raise _NotVerifiable(f"parameter {k} holds float values used as indices with no bounds check")
+                    if et.size == 1 and et.kind == "int":
+                        raise _NotVerifiable(f"parameter {k} holds indices with no bounds check")
+                    self.dists[k] = (0, INDEX_RANGE - 1)
+                    self.notes.append(
+                        f"{self.names[k]} holds indices used with no bounds check "
+                        f"({r.index_sources[k].split(' ')[0]}): its values are drawn from index:0..{INDEX_RANGE}")
+                continue
+            break
+        if r.problems:
+            msg = r.problems[0]
+            if "analysis budget" in msg or "ran out of time" in msg:
+                if self._time() > self.deadline:
+                    raise _NotVerifiable(f"the analysis took longer than {TIME_BUDGET:.0f} s: {msg}")
+                raise _TooBig(msg)
+            raise _NotVerifiable(msg)
+        if r.needs_multiple > 1:
+            raise _NeedMultiple(r.needs_multiple, r.multiple_reason)
+        self.cache[(shape, tuple(sorted(vals.items())), shared, tuple(sorted(self.dists.items())))] = r
+        return r
+
+    def _cost_ok(self, r: TraceResult, bytes_: int) -> bool:
+        return (r.threads <= MAX_THREADS and r.lane_steps <= MAX_LANE_STEPS and r.steps <= MAX_STEPS
+                and bytes_ <= MAX_BYTES)
+
+    def _bytes(self, r: TraceResult) -> int:
+        return sum(max(0, a.end or 0) for a in r.buffers.values())
+
+    def _fits_budget(self, r: TraceResult) -> bool:
+        bufmax = max([(a.end or 0) for a in r.buffers.values()], default=0)
+        return (r.threads <= MAX_THREADS and r.lane_steps <= MAX_LANE_STEPS and r.steps <= MAX_STEPS
+                and self._bytes(r) <= MAX_BYTES and bufmax <= MAX_BUFFER_BYTES)
+
+    def _rescale(self, shape, scale: float) -> float:
+        """The scale for another block shape: lowered when that shape launches more threads
+        (a fixed grid with a bigger block) than the first one did at ``scale``."""
+        if not self.scaled or not getattr(self, "hist", None):
+            return scale
+        first = self._grid(self._grid_exprs(self.first_shape), self._values(scale))
+        t_first = math.prod(first) * math.prod(self.first_shape)
+        e = self.work_exponent
+        s = scale
+        while s / 2 >= SCALE_START:
+            g = self._grid(self._grid_exprs(shape), self._values(s))
+            t = math.prod(g) * math.prod(shape)
+            est = self.main_work * (t / max(t_first, 1)) * (s / scale) ** max(e - 1.0, 0.0)
+            if t <= MAX_THREADS and est <= MAX_LANE_STEPS:
+                break
+            s /= 2
+        return s
+
+    def _choose_scale(self, shape) -> float:
+        """The largest scale (doubling from a small one) whose launch stays cheap: each
+        step is traced, and the next is tried only if its cost, extrapolated from the last
+        two, fits the budgets."""
+        if not self.scaled:
+            return 1.0
+        shared = SHARED_PROBE if self.traits.dynamic_shared else 0
+        exprs = self._grid_exprs(shape)
+        s = float(SCALE_START)
+        hist = []
+        best = None
+        while s <= SCALE_MAX:
+            grid = self._grid(exprs, self._values(s))
+            if math.prod(grid) * math.prod(shape) > MAX_THREADS or grid[1] > 65535 or grid[2] > 65535:
+                break
+            if len(hist) >= 2:
+                (_, a), (_, b) = hist[-2], hist[-1]
+                pred = []
+                for x, y, lim in ((a.lane_steps, b.lane_steps, MAX_LANE_STEPS), (a.steps, b.steps, MAX_STEPS),
+                                  (self._bytes(a), self._bytes(b), MAX_BYTES)):
+                    grow = max(y, 1) / max(x, 1)
+                    pred.append(y * max(grow, 1.0) > lim)
+                if any(pred):
+                    break
+            try:
+                r = self._trace(shape, self._values(s), shared, lane_budget=MAX_LANE_STEPS * 2)
+            except _TooBig as e:
+                self.last_budget = str(e)
+                break
+            if r.shape_problems and not (shared and _only_dynamic_oob(r)):
+                raise _ShapeRejected(_dedupe(r.shape_problems)[0])
+            if not self._fits_budget(r):
+                break
+            best = s
+            hist.append((s, r))
+            s *= 2
+        if best is None:
+            s = SCALE_START / 2
+            while s >= SCALE_MIN and best is None:
+                try:
+                    r = self._trace(shape, self._values(s), shared, lane_budget=MAX_LANE_STEPS * 2)
+                except _TooBig as e:
+                    self.last_budget = str(e)
+                    s /= 2
+                    continue
+                if r.shape_problems:
+                    raise _ShapeRejected(_dedupe(r.shape_problems)[0])
+                if self._fits_budget(r):
+                    best = s
+                    hist.append((s, r))
+                s /= 2
+        if best is None:
+            why = getattr(self, "last_budget", None)
+            raise _NotVerifiable(why or "even a small launch is too costly to analyse")
+        self.hist = hist
+        self.main_work = hist[-1][1].lane_steps
+        if len(hist) >= 2:
+            a, b = hist[-2][1].lane_steps, hist[-1][1].lane_steps
+            self.work_exponent = max(0.0, math.log(max(b, 1) / max(a, 1), 2))
+        else:
+            self.work_exponent = 1.0
+        return best
+
+    def _spec_for_shape(self, shape, scale):
+        """Trace the launches of one shape and build its spec; may lower the scale."""
+        for _attempt in range(6):
+            try:
+                return self._build(shape, scale), scale
+            except _TooBig as e:
+                if not self.scaled:
+                    if self.grid_factor <= 1 / 16:
+                        raise _NotVerifiable(f"the launch is too costly to analyse: {e}")
+                    self.grid_factor /= 2
+                    continue
+                if scale / 2 < SCALE_MIN:
+                    raise _NotVerifiable(f"the launch is too costly to analyse: {e}")
+                scale = scale / 2
+        raise _NotVerifiable("the launch stays too costly to analyse at small sizes")
+
+    def _build(self, shape, scale) -> LaunchSpec:
+        scales = [scale]
+        if self.scaled:
+            s1 = scale * 0.6
+            s2 = min(24.0, scale * 0.3)
+            scales += [s1, s2] if s2 < s1 else [s1]
+        tuples = [self._values(s) for s in scales]
+        # drop variants identical to an earlier one
+        uniq = []
+        for t in tuples:
+            if t not in uniq:
+                uniq.append(t)
+        tuples = uniq
+        exprs = self._grid_exprs(shape)
+        shared = 0
+        if self.traits.dynamic_shared:
+            used = 0
+            for vals in tuples:
+                r = self._trace(shape, vals, SHARED_PROBE)
+                used = max(used, r.shared_used)
+            shared = -(-used // 16) * 16
+            if shared > MAX_DYNAMIC_SHARED:
+                raise _TooBig(f"needs {shared} bytes of dynamic shared memory")
+        results = [None] * len(tuples)
+        dropped = []
+        for n in range(len(tuples)):
+            r = self._trace(shape, tuples[n], shared, lane_budget=MAX_LANE_STEPS * 2 if n == 0 else None)
+            if r.shape_problems:
+                if n == 0:
+                    raise _ShapeRejected(_dedupe(r.shape_problems)[0])
+                dropped.append(n)              # a smaller size the kernel was not written for
+                continue
+            if n == 0 and not self._cost_ok(r, self._bytes(r)):
+                raise _TooBig(f"{r.threads} threads, {r.lane_steps} traced steps, {self._bytes(r)} bytes")
+            results[n] = r
+        if dropped:
+            keep = [n for n in range(len(tuples)) if n not in dropped]
+            self.notes.append(f"block {_fmt_shape(shape)}: {len(dropped)} smaller size(s) dropped: "
+                              f"{_dedupe(self._trace(shape, tuples[dropped[0]], shared).shape_problems)[0]}")
+            tuples = [tuples[n] for n in keep]
+            results = [results[n] for n in keep]
+        return self._make_spec(shape, exprs, shared, tuples, results)
+
+    def _struct_note(self, p, name, value):
+        if not p.fields:
+            note = (f"{name} is an empty {p.size}-byte struct (a functor?) the kernel never reads: "
+                    f"passed as a {p.scalar_type} 0")
+        else:
+            desc = ", ".join(f"+{o} {t[1:]}" for o, t in p.fields)
+            note = (f"{name} is a {p.size}-byte struct passed by value ({desc}): passed as the "
+                    f"{p.scalar_type} {value:#x} (floats 1.5, 0.75, ...; integers 3)")
+        if note not in self.notes:
+            self.notes.append(note)
+
+    # -- the spec
+    def _make_spec(self, shape, exprs, shared, tuples, results) -> LaunchSpec:
+        envs = []
+        for vals in tuples:
+            env = self._env(vals)
+            envs.append(env)
+        grid_terms = []
+        for d, g in enumerate(exprs):
+            if isinstance(g, str):
+                grid_terms.append(g)
+        size_names = [self.names[i] for i in self.size_idx + self.stride_idx]
+        divisors = [self.names[p.index] for p in self.infos
+                    if p.kind == "int" and "divisor" in self.roles.get(p.index, set())]
+        params = []
+        any_written = False
+        for p in self.infos:
+            name = self.names[p.index]
+            if p.kind == "ptr":
+                accs = [r.buffers[p.index] for r in results]
+                etype = p.elem or _elem_from_trace(accs)
+                esize = elem_type(etype).size
+                need = []
+                for a in accs:
+                    if a.end is None:
+                        need.append(0)
+                        continue
+                    if a.lo < 0:
+                        raise _NotVerifiable(
+                            f"parameter {p.index} ({name}) is accessed {-a.lo} bytes before its start")
+                    need.append(-(-a.end // esize))
+                read = any(a.read for a in accs)
+                written = any(a.written for a in accs)
+                atomic = any(a.atomic for a in accs)
+                any_written |= written
+                direction = "inout" if (read and written) or atomic else ("out" if written else "in")
+                length = _fit_length(list(zip(envs, need)), size_names, grid_terms, divisors)
+                dist = "auto"
+                if p.index in self.dists:
+                    if written or atomic:
+                        raise _NotVerifiable(
+                            f"parameter {p.index} ({name}) holds indices used with no bounds check and the "
+                            "kernel also writes it, so the values it reads back have no bound")
+                    lo, hi = self.dists[p.index]
+                    dist = f"index:{lo}..{hi + 1}"
+                params.append(Buffer(name=name, type=etype, length_expr=length, direction=direction,
+                                     distribution=dist))
+            elif p.kind == "float":
+                params.append(Scalar(name=name, type=p.scalar_type, value=tuples[0][p.index]))
+            elif p.kind == "struct":
+                params.append(Scalar(name=name, type=p.scalar_type, value=tuples[0][p.index]))
+                self._struct_note(p, name, tuples[0][p.index])
+            else:
+                vals = [t[p.index] for t in tuples]
+                varies = len(set(vals)) > 1
+                params.append(Scalar(name=name, type=p.scalar_type, value=vals[0],
+                                     values=vals[1:] if varies else None))
+        if not any_written:
+            raise _ShapeRejected(NO_WRITES)
+        spec = LaunchSpec(kernel=self.fn.name, grid=exprs, block=shape, params=params,
+                          shared_bytes=shared, vary_sizes=False, origin="inferred")
+        # every launch the spec allows was traced: check the lengths cover it
+        for n, vals in enumerate(tuples):
+            ov = {self.names[i]: v for i, v in vals.items()
+                  if self.infos[i].kind == "int" and v != tuples[0][i]}
+            rs = spec.resolved(ov)
+            for i, a in results[n].buffers.items():
+                b = rs.params[i]
+                if a.end is not None and b.length * b.elem.size < a.end:
+                    raise AssertionError(f"internal: {b.name} length {b.length} does not cover {a.end} bytes")
+        return spec
+
+
+def _only_dynamic_oob(r) -> bool:
+    return all("accessed at bytes" in p for p in r.shape_problems)
+
+
+def _struct_bytes(p: ParamInfo) -> int:
+    """Little-endian contents for a small by-value struct: its float fields get ordinary
+    values, its integer fields 3; bytes no load reads stay 0."""
+    import struct as _st
+    buf = bytearray(p.size)
+    nf = 0
+    for off, t in p.fields:
+        n = {".f32": 4, ".f64": 8, ".f16": 2, ".bf16": 2}.get(t)
+        if n and off + n <= p.size:
+            v = FLOAT_VALUES[nf % len(FLOAT_VALUES)]
+            nf += 1
+            if t == ".f32":
+                buf[off:off + 4] = _st.pack("<f", v)
+            elif t == ".f64":
+                buf[off:off + 8] = _st.pack("<d", v)
+            elif t == ".f16":
+                buf[off:off + 2] = _st.pack("<e", v)
+            else:
+                buf[off:off + 2] = _st.pack("<f", v)[2:4]
+            continue
+        try:
+            from ptx_ir.nodes import type_size
+            n = type_size(t)
+        except Exception:
+            n = 1
+        if off + n <= p.size and not any(buf[off:off + n]):
+            buf[off:off + n] = (3).to_bytes(n, "little")
+    return int.from_bytes(bytes(buf), "little")
+
+
+class _ShapeRejected(Exception):
+    pass
+
+
+class _NeedMultiple(Exception):
+    def __init__(self, multiple: int, reason: str):
+        super().__init__(reason)
+        self.multiple = multiple
+        self.reason = reason
+
+
+class _TooBig(Exception):
+    pass
+
+
+def _fmt_shape(s) -> str:
+    s = list(s)
+    while len(s) > 1 and s[-1] == 1:
+        s.pop()
+    return "x".join(map(str, s))
+
+
+def _dedupe(xs):
+    out = []
+    for x in xs:
+        if x not in out:
+            out.append(x)
+    return out
+
+
+def _elem_from_trace(accs) -> str:
+    types = {}
+    for a in accs:
+        for t, n in a.types.items():
+            types[t] = max(types.get(t, 0), n)
+    from superopt.spec_facts import _elem_from_accesses
+    return _elem_from_accesses(set(types)) or "u8"
+
+
+# --------------------------------------------------------------------------- length fitting
+
+def _monomials(names: list[str], degree: int = 3) -> list[tuple]:
+    from itertools import combinations_with_replacement
+    out = [()]
+    for d in range(1, degree + 1):
+        out += list(combinations_with_replacement(names, d))
+    return out
+
+
+def _fit_length(samples: list[tuple[dict, int]], size_names: list[str], grid_terms: list[str],
+                divisors: list[str]):
+    """A length expression >= the needed element count in every sample (env, need),
+    as tight and as simple as the candidates allow (see the module doc)."""
+    needs = [n for _, n in samples]
+    if max(needs) <= 0:
+        return 1
+    if len(set(needs)) == 1:
+        return needs[0]
+    terms: list[tuple[str, list[int], float]] = []
+    for mono in _monomials(size_names):
+        if not mono:
+            continue
+        text = "*".join(mono)
+        vals = [math.prod(env[n] for n in mono) for env, _ in samples]
+        terms.append((text, vals, len(mono)))
+    for g in grid_terms:
+        if re.fullmatch(r"[A-Za-z_]\w*", g):
+            continue                          # a plain scalar: already a monomial
+        vals = [eval_expr(g, env) for env, _ in samples]
+        terms.append((g, vals, 0.5))
+        for n in size_names:
+            terms.append((f"{n}*{g}" if "+" not in g else f"{n}*({g})",
+                          [v * env[n] for v, (env, _) in zip(vals, samples)], 1.5))
+    for dname in divisors:
+        for n in size_names:
+            if n == dname:
+                continue
+            text = f"cdiv({n}, {dname})"
+            terms.append((text, [eval_expr(text, env) for env, _ in samples], 1.2))
+    best = None
+    for text, vals, cx in terms:
+        if max(vals) <= 0:
+            continue
+        ks = {1}
+        for v, need in zip(vals, needs):
+            if v > 0:
+                ks.add(max(1, need // v))
+                ks.add(max(1, -(-need // v)))
+        for k in ks:
+            c = max(need - k * v for v, need in zip(vals, needs))
+            c = max(c, 0)
+            if any(k * v + c < 1 for v in vals):
+                continue
+            slack = max((k * v + c - need) / max(need, 1) for v, need in zip(vals, needs))
+            score = slack + 0.02 * (cx + (1 if c else 0) + (0.5 if k != 1 else 0))
+            if best is None or score < best[0]:
+                best = (score, text, k, c)
+    if best is None:
+        return max(needs)
+    _, text, k, c = best
+    expr = text if k == 1 else (f"{k}*({text})" if "+" in text else f"{k}*{text}")
+    if c:
+        expr = f"{expr} + {c}"
+    for env, need in samples:
+        if eval_expr(expr, env) < need:
+            raise AssertionError(f"internal: fitted length {expr} does not cover {need} at {env}")
+    return expr
