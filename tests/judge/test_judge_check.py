@@ -145,14 +145,6 @@ def test_backend_unavailable(fake):
     assert v.status == COULD_NOT_JUDGE and "switched off" in v.reason
 
 
-def test_emulator_not_available_yet():
-    import importlib.util
-    if importlib.util.find_spec("superopt.backends.emulator") is not None:
-        pytest.skip("the emulator backend exists now")
-    v = check(BASE, BASE, SPEC, backend="emulator")
-    assert v.status == COULD_NOT_JUDGE and "emulator backend not available" in v.reason
-
-
 def test_registry_is_pluggable(fake):
     register_backend("fake-for-test", lambda: fake)
     v = check(BASE, fake_ptx("noop"), SPEC, backend="fake-for-test")

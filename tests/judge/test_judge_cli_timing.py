@@ -59,7 +59,6 @@ def test_json_output(ptx_files):
 
 @pytest.mark.parametrize("extra,msg", [
     ([], "no launch spec"),
-    (["--backend", "emulator"], "emulator backend not available"),
     (["--backend", "nonesuch"], "unknown backend"),
     (["--policy", "loose"], "policy 'loose'"),
 ])
@@ -68,10 +67,6 @@ def test_could_not_judge_exit_2(ptx_files, extra, msg):
     if extra and extra[0] in ("--backend", "--policy"):
         args += ["--spec", ptx_files["spec"]]
     r = run(*args, *extra)
-    if "emulator" in extra:
-        import importlib.util
-        if importlib.util.find_spec("superopt.backends.emulator") is not None:
-            pytest.skip("the emulator backend exists now")
     assert r.exit_code == 2, r.output
     assert msg in r.output
 
