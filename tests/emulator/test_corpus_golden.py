@@ -1,0 +1,129 @@
+"""The emulator against GPU truth on corpus kernels: every recorded case replayed bit for bit.
+
+golden/corpus_cases.json lists corpus kernels (tests/corpus/ptx/*.sm_90.ptx, plain -O3) with
+an inferred launch spec, a seed and the sha256 of every initial buffer (inputs are
+regenerated from spec + seed, and the hashes catch a changed generator);
+golden/corpus_outputs.npz holds, per case, the final buffers an NVIDIA H200 produced
+(record_corpus_golden.py; ``<id>__final__<buf>``, absent when the GPU left the buffer
+unchanged). Each case is replayed on the emulator and must give the same bytes, NaNs included.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import record_corpus_golden as RC  # noqa: E402
+
+# Cases where the emulator does not reproduce the GPU: case id -> reason (first differing
+# element as recorded on 2026-11-29). All eight are results that depend on the order in which
+# threads/blocks ran (float atomics accumulate in a different order; racy kernels under the
+# inferred spec), so the GPU value is one of several possible ones; they stay as strict xfails
+# until the emulator reproduces the H200's order or the specs stop producing the races.
+_FLOAT_ATOMIC = "float atomic accumulation order differs from the H200's (GPU-order dependent); "
+MISMATCH: dict[str, str] = {
+    "atomics:_Z16atomic_add_typesPKiPKfPKdPiPyPfPdi":
+        _FLOAT_ATOMIC + "p5[0] gpu=0x4367ee70 emu=0x4367edcf, p6[0] gpu=0x406947632b7318ba emu=0x406947632b7318db",
+    "atomics:_Z12atomic_half2P7__half2PKS_i":
+        _FLOAT_ATOMIC + "half2 atomicAdd, p0: 125 of 442 differ, [0] gpu=0xb5c0 emu=0xb7e2",
+    "atomics:_Z14scoped_atomicsPiS_PfPKfi":
+        _FLOAT_ATOMIC + "p2: 172 of 193 differ, [1] gpu=0xc163e855 emu=0xc163e85a",
+    "atomics:_Z11red_via_asmPjPfPyPKfi":
+        _FLOAT_ATOMIC + "red.add.f32, p1[0] gpu=0x436a98ac emu=0x436a96e7",
+    "reductions:_Z21reduce_shuffle_atomicPKfPfi":
+        _FLOAT_ATOMIC + "p1[0] gpu=0x433d8544 emu=0x433d8548",
+    "atomics:_Z17atomic_ref_ordersPiS_S_":
+        "the inferred spec fills flag with random (nonzero) data, so consumer blocks do not wait for block 0: "
+        "block-order race; p2: 12 of 13 differ, [1] gpu=0x00000025 emu=0xfffffff7",
+    "inline_asm:_Z12flag_handoffPiPf":
+        "the inferred spec fills flag with random (nonzero) data, so consumers read data[0] before block 0 "
+        "writes it: block-order race; p1: 12 of 13 differ, [1] gpu=0x40400000 emu=0x3f1378bb",
+    "cooperative_groups:_Z7cg_scanPKjPjS1_i":
+        "inferred block 8x8x4 but the kernel indexes with threadIdx.x only, so 32 threads of different tiles "
+        "store each element (write-write race; neither side equals the 1-D scan); p1: 769 of 769 differ, "
+        "[0] gpu=0x0000000f emu=0x000000c0; p2: 721 of 769 differ, [0] gpu=0x00000000 emu=0x0000000f",
+}
+
+
+def _doc():
+    if not os.path.exists(RC.CASES_JSON):
+        return {"cases": []}
+    with open(RC.CASES_JSON) as f:
+        return json.load(f)
+
+
+DOC = _doc()
+GPU_STATUS = DOC.get("gpu", {}).get("status", {})
+RECORDED = [c for c in DOC["cases"] if GPU_STATUS.get(c["id"], {}).get("status") == "ok"]
+
+_NPZ = None
+
+
+def _arrays() -> dict:
+    global _NPZ
+    if _NPZ is None:
+        with np.load(RC.OUTPUTS_NPZ) as z:
+            _NPZ = {k: z[k] for k in z.files}
+    return _NPZ
+
+
+def _params():
+    out = []
+    for c in RECORDED:
+        marks = [pytest.mark.xfail(strict=True, reason=MISMATCH[c["id"]])] if c["id"] in MISMATCH else []
+        out.append(pytest.param(c, id=c["id"], marks=marks))
+    return out
+
+
+def _bits(a):
+    a = np.ascontiguousarray(a)
+    return a.view(np.uint8).reshape(-1, a.dtype.itemsize)
+
+
+def _hex(a, i):
+    a = np.ascontiguousarray(a)
+    return f"0x{int(a.view(f'u{a.dtype.itemsize}')[i]):0{2 * a.dtype.itemsize}x}"
+
+
+@pytest.mark.parametrize("case", _params())
+def test_corpus_kernel_matches_gpu(case):
+    from superopt.backends.emulator import EmulatorBackend
+    z = _arrays()
+    cid = case["id"]
+    spec, s = RC.input_set(case)
+    init = s.data
+    for name, a in init.items():
+        h = hashlib.sha256(np.ascontiguousarray(a).view(np.uint8).tobytes()).hexdigest()
+        assert h == case["init_sha256"][name], f"input generator changed: {name} differs from the recorded input"
+    r = EmulatorBackend().run_many(RC.read_ptx(case["file"]), spec, [s], timeout=60)[0]
+    assert r.status == "ok", f"{r.status}: {r.error}"
+    assert all(r.guards_intact.values()), r.guard_damage
+    problems = []
+    for name in s.data:
+        want = z.get(f"{cid}__final__{name}", init[name])
+        got = np.asarray(r.outputs[name])
+        wb, gb = _bits(want), _bits(got)
+        assert wb.shape == gb.shape, (name, wb.shape, gb.shape)
+        bad = np.flatnonzero((wb != gb).any(axis=1))
+        if bad.size:
+            i = int(bad[0])
+            problems.append(f"{name}: {bad.size} of {want.size} elements differ; first [{i}] "
+                            f"gpu={_hex(want, i)} emu={_hex(got, i)}")
+    assert not problems, "\n".join(problems)
+
+
+def test_corpus_fixtures_are_small_and_recorded():
+    if not DOC["cases"]:
+        pytest.skip("no corpus cases recorded")
+    assert os.path.getsize(RC.OUTPUTS_NPZ) + os.path.getsize(RC.CASES_JSON) < 4 * 1024 * 1024
+    assert DOC["gpu"]["environment"].get("name", "").startswith("NVIDIA") or \
+        "H200" in json.dumps(DOC["gpu"]["environment"])
+    assert len(RECORDED) == len(DOC["cases"]), \
+        {k: v for k, v in GPU_STATUS.items() if v.get("status") != "ok"}
+    assert set(MISMATCH) <= {c["id"] for c in RECORDED}
