@@ -219,3 +219,9 @@ def _register_report_commands() -> None:
 
 
 _register_report_commands()
+
+
+from superopt.model.cli import dataset_group, model_group  # noqa: E402
+
+main.add_command(model_group, "model")
+main.add_command(dataset_group, "dataset")

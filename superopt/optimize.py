@@ -16,7 +16,8 @@ from superopt.candidates import PlanDidNotApply, Step, apply_plan, text_hash
 from superopt.lockfile import Lockfile, find_lockfile
 from superopt.passes import registry
 from superopt.ptxas import ptxas_version
-from superopt.search import Judge, SearchOptions, search_kernel
+from superopt.model.proposer import model_identity, search_with_model
+from superopt.search import Judge, SearchOptions
 
 
 @dataclass
@@ -77,6 +78,9 @@ def optimize_module(ptx: str, *, target: str | None = None, source: str | None =
     messages: list[str] = []
     pass_names = options.passes if options.passes is not None else list(registry())
     tool = ptxas_version()
+    model = model_identity()
+    if model:
+        tool += f" model={model}"      # a decision made with a model is cached under that model
     globals_text = _globals_text(module)
     cache = DecisionCache()
     lock_path = find_lockfile(Path(source).parent if source else None)
@@ -122,7 +126,9 @@ def optimize_module(ptx: str, *, target: str | None = None, source: str | None =
             biggest = max(blocks, key=lambda b: b[0] * b[1] * b[2])
             kernel_options = replace(options, extra_params={**options.extra_params,
                                                            "occupancy": {"block": tuple(biggest)}})
-        result = search_kernel(module, fn.name, spec, target=target, options=kernel_options, judge=judge)
+        # The model proposer adds candidates when a model is configured; otherwise this is
+        # exactly the rule search.
+        result = search_with_model(module, fn.name, spec, target=target, options=kernel_options, judge=judge)
         kr = result.record
         if spec is None:
             kr["reason"] = f"not verifiable: {origin_or_reason}"

@@ -1,0 +1,222 @@
+"""``superopt dataset export``: every verified, measured-faster rewrite, as JSONL for fine-tuning.
+
+Sources:
+
+* **records** -- the JSON records the search writes (``superopt optimize --report DIR``,
+  ``NVCC_PLUS_REPORT_DIR`` for builds): module records (``{"kernels": [...]}``) or single
+  kernel records. A candidate counts when its fate is ``winner`` or ``faster`` (measured on
+  a GPU, beyond noise), its verdict is ``accepted``, and the record carries the function
+  texts (``baseline.ptx`` and the candidate's ``ptx``: the search writes them for the
+  winner, the model proposer for every verified candidate).
+* **the cache** -- ``$NVCC_PLUS_CACHE_DIR/dataset/*.json`` (or ``$NVCC_PLUS_DATASET_DIR``):
+  the search with a model saves every measured win there as it happens, so builds feed
+  the dataset without reports.
+
+Each JSONL row: the kernel, target and policy; ``baseline_ptx`` and ``optimized_ptx``
+(function texts); the provenance (rules with their plan, or the model with its prompt
+hash and sample); the measured ``speedup`` and timing; the verification evidence (policy,
+seed, input sets, reason); ptxas resources of both; and ``messages``, a ready chat
+example (the rewrite-mode prompt and the winning function as the answer). Rows are
+de-duplicated by (baseline, optimized) text. Estimates (no GPU) are never exported.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Iterable, Iterator
+
+DATASET_SCHEMA = "nvcc-plus/dataset"
+DATASET_VERSION = 1
+WIN_FATES = ("winner", "faster")
+
+
+def dataset_dir() -> Path:
+    """Where searches save their measured wins: ``NVCC_PLUS_DATASET_DIR``, else
+    ``dataset/`` in the cache directory."""
+    env = os.environ.get("NVCC_PLUS_DATASET_DIR")
+    if env:
+        return Path(env)
+    from superopt.cache import default_cache_dir
+    return default_cache_dir() / "dataset"
+
+
+def _h(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _verification(verdict: dict | None) -> dict:
+    v = verdict or {}
+    ev = v.get("evidence") or {}
+    return {
+        "status": v.get("status"),
+        "reason": v.get("reason"),
+        "policy": v.get("policy"),
+        "seed": ev.get("seed"),
+        "sets": ev.get("sets"),
+        "backend": ev.get("backend"),
+        "max_diff": ev.get("max_diff"),
+    }
+
+
+def _plan_without_text(plan: list) -> list:
+    out = []
+    for s in plan or []:
+        params = dict(s.get("params") or {})
+        if "function" in params:
+            params["function"] = "<optimized_ptx>"
+        out.append({"pass": s.get("pass"), "params": params})
+    return out
+
+
+def chat_example(baseline_fn_text: str, optimized_fn_text: str, target: str, resources: dict | None) -> list[dict] | None:
+    """The rewrite-mode prompt for the baseline with the optimized function as the answer."""
+    try:
+        import ptx_ir
+        from superopt.model.prompt import KernelContext, build_messages
+        arch = target if target.startswith("sm_") else "sm_" + target.split("_", 1)[-1]
+        module = ptx_ir.parse(f".version 9.0\n.target {arch}\n.address_size 64\n\n{baseline_fn_text}")
+        fn = module.kernels[0]
+        msgs = build_messages("rewrite", fn, KernelContext(target=target, resources=resources))
+    except Exception:   # noqa: BLE001 - the chat form is optional
+        return None
+    return msgs + [{"role": "assistant", "content": optimized_fn_text}]
+
+
+def rows_from_kernel_record(kr: dict, *, source: str | None = None, min_speedup: float = 1.0,
+                            chat: bool = True) -> Iterator[dict]:
+    base = (kr.get("baseline") or {})
+    base_text = base.get("ptx")
+    if not base_text:
+        return
+    for e in kr.get("candidates", []):
+        if e.get("fate") not in WIN_FATES:
+            continue
+        verdict = e.get("verdict") or {}
+        if verdict.get("status") != "accepted":
+            continue
+        speed = e.get("speedup")
+        if not speed or speed <= min_speedup:
+            continue
+        opt_text = e.get("ptx")
+        if not opt_text or opt_text == base_text:
+            continue
+        target = kr.get("target") or "?"
+        row = {
+            "schema": DATASET_SCHEMA,
+            "version": DATASET_VERSION,
+            "id": _h(base_text + "\0" + opt_text),
+            "kernel": kr.get("kernel"),
+            "signature": kr.get("signature"),
+            "target": target,
+            "policy": kr.get("policy") or verdict.get("policy"),
+            "baseline_ptx": base_text,
+            "optimized_ptx": opt_text,
+            "provenance": e.get("provenance") or {},
+            "plan": _plan_without_text(e.get("plan")),
+            "speedup": speed,
+            "timing": e.get("timing"),
+            "verification": _verification(verdict),
+            "resources": {"baseline": base.get("resources"), "optimized": e.get("resources")},
+            "source": source,
+        }
+        if chat:
+            msgs = chat_example(base_text, opt_text, target, base.get("resources"))
+            if msgs:
+                row["messages"] = msgs
+        yield row
+
+
+def kernel_records(doc) -> Iterator[dict]:
+    """Kernel records in a JSON document: a module record, a kernel record, or a list of either."""
+    if isinstance(doc, list):
+        for d in doc:
+            yield from kernel_records(d)
+    elif isinstance(doc, dict):
+        if isinstance(doc.get("kernels"), list):
+            yield from (k for k in doc["kernels"] if isinstance(k, dict))
+        elif "candidates" in doc and "kernel" in doc:
+            yield doc
+        elif doc.get("schema") == DATASET_SCHEMA:
+            return
+
+
+def iter_json_files(paths: Iterable) -> Iterator[Path]:
+    for p in paths:
+        p = Path(p)
+        if p.is_dir():
+            yield from sorted(x for x in p.rglob("*.json") if x.is_file())
+        elif p.is_file():
+            yield p
+
+
+def save_example(kernel_record: dict, *, target: str | None = None, root: Path | None = None) -> list[Path]:
+    """Write each measured win of ``kernel_record`` to the cache's dataset folder."""
+    from superopt.cache import atomic_write_text
+    root = Path(root) if root else dataset_dir()
+    written = []
+    for row in rows_from_kernel_record(kernel_record, source="search", chat=False):
+        row["created"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        path = root / f"{row['id']}.json"
+        atomic_write_text(path, json.dumps(row, indent=1))
+        written.append(path)
+    return written
+
+
+def collect(paths: Iterable = (), *, include_cache: bool = True, min_speedup: float = 1.0,
+            chat: bool = True) -> tuple[list[dict], dict]:
+    """Rows from record files under ``paths`` and (optionally) the cache; plus counts."""
+    rows: dict[str, dict] = {}
+    stats = {"files": 0, "unreadable": 0, "kernels": 0, "wins_without_text": 0, "rows": 0}
+    for path in iter_json_files(paths):
+        try:
+            doc = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            stats["unreadable"] += 1
+            continue
+        stats["files"] += 1
+        if isinstance(doc, dict) and doc.get("schema") == DATASET_SCHEMA:
+            rows.setdefault(doc.get("id") or _h(json.dumps(doc, sort_keys=True)), doc)
+            continue
+        for kr in kernel_records(doc):
+            stats["kernels"] += 1
+            got = list(rows_from_kernel_record(kr, source=str(path), min_speedup=min_speedup, chat=chat))
+            if not got and any(e.get("fate") in WIN_FATES for e in kr.get("candidates", [])) \
+                    and not (kr.get("baseline") or {}).get("ptx"):
+                stats["wins_without_text"] += 1
+            for r in got:
+                rows.setdefault(r["id"], r)
+    if include_cache:
+        d = dataset_dir()
+        for path in sorted(d.glob("*.json")) if d.is_dir() else []:
+            try:
+                row = json.loads(path.read_text())
+            except (OSError, json.JSONDecodeError):
+                stats["unreadable"] += 1
+                continue
+            if (row.get("speedup") or 0) <= min_speedup:
+                continue
+            if chat and "messages" not in row:
+                msgs = chat_example(row["baseline_ptx"], row["optimized_ptx"], row.get("target") or "sm_90",
+                                    (row.get("resources") or {}).get("baseline"))
+                if msgs:
+                    row["messages"] = msgs
+            rows.setdefault(row.get("id") or path.stem, row)
+    out = sorted(rows.values(), key=lambda r: (str(r.get("kernel")), r.get("id")))
+    stats["rows"] = len(out)
+    return out, stats
+
+
+def export(out_path: str | os.PathLike | None, paths: Iterable = (), **kw) -> dict:
+    """Write the JSONL (``-`` or None: stdout); return the counts."""
+    import sys
+    rows, stats = collect(paths, **kw)
+    text = "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows)
+    if out_path in (None, "-"):
+        sys.stdout.write(text)
+    else:
+        Path(out_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(out_path).write_text(text)
+    return stats
