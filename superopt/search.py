@@ -63,6 +63,10 @@ class Judge:
 
     @staticmethod
     def gpu_usable() -> tuple[bool, str]:
+        # Cheap test first: a machine without the NVIDIA driver needs no CUDA process started
+        # (this runs once per compiled PTX in a build).
+        if not (os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/dxg")):
+            return False, "no NVIDIA GPU device node on this machine (/dev/nvidiactl)"
         try:
             from superopt.backends.base import get_backend
             be = get_backend("gpu")
