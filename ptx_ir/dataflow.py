@@ -3,9 +3,8 @@
 Reaching definitions are solved over the CFG with Python ints as bit sets. A guarded
 definition (``@%p mov ...``) does not kill earlier ones: the old value may survive.
 
-The graph (``fn.dataflow``) is a ``networkx.MultiDiGraph`` whose nodes are instructions
-plus one ``("param", name)``-free entry: registers read before any definition get an edge
-from the string node ``"entry"``. Edges carry ``kind``: ``data`` (with ``reg``) or
+The graph (``fn.dataflow``) is a ``networkx.MultiDiGraph`` whose nodes are instructions plus
+the string node ``"entry"``: registers read before any definition get an edge from it. Edges carry ``kind``: ``data`` (with ``reg``) or
 ``memory`` (an order that a rewrite must keep: store→load, load→store, store→store in
 spaces that may alias, and everything against barriers/fences/calls within a block).
 """

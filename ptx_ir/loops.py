@@ -76,7 +76,7 @@ def find_loops(fn) -> list[Loop]:
     loops.sort(key=lambda l: (len(l.blocks), l.header.index))
     for i, inner in enumerate(loops):
         for outer in loops[i + 1:]:
-            if inner.blocks < outer.blocks or (inner.blocks <= outer.blocks and inner is not outer):
+            if inner.blocks < outer.blocks:
                 inner.parent = outer
                 outer.children.append(inner)
                 break

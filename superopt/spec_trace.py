@@ -1674,27 +1674,23 @@ class Tracer:
             if dreg.name in self.pfid:
                 self.pfid[dreg.name][sel] = -1
 
-    def op_st(self, inst, sel, maybe):
+    def _store_like(self, inst, sel, kind):
+        """Record the bytes a store or an atomic touches in global or shared memory."""
         addr = isa.address_operand(inst)
         space = (inst.space or "generic").split("::")[0]
         t = inst.type
         nbytes = type_size(t) * inst.vector_width if t else 4
         if space in (".global", "generic"):
-            self._access(inst, sel, addr, nbytes, "store", space)
+            self._access(inst, sel, addr, nbytes, kind, space)
         elif space == ".shared":
-            self._shared_access(inst, sel, addr, nbytes, "store")
-        elif space == ".param":
-            return                        # arguments of a call (the call itself is refused)
+            self._shared_access(inst, sel, addr, nbytes, kind)
+        # .param stores are arguments of a call (the call itself is refused)
+
+    def op_st(self, inst, sel, maybe):
+        self._store_like(inst, sel, "store")
 
     def op_atom(self, inst, sel, maybe):
-        addr = isa.address_operand(inst)
-        space = (inst.space or "generic").split("::")[0]
-        t = inst.type
-        nbytes = type_size(t) * inst.vector_width if t else 4
-        if space in (".global", "generic"):
-            self._access(inst, sel, addr, nbytes, "atomic", space)
-        elif space == ".shared":
-            self._shared_access(inst, sel, addr, nbytes, "atomic")
+        self._store_like(inst, sel, "atomic")
         if inst.opcode == "atom":
             self._defs_top(inst, sel, maybe, "data:atomic")
 

@@ -177,49 +177,36 @@ def step_directed(r, e, mode):
 
 # ------------------------------------------------------------------ narrowing with modes
 
-def f64_to_f32(x, mode="rn"):
-    """Round float64 values to float32 in ``mode``."""
+def _narrow(x, dtype, mode):
+    """Round float64 values to the narrower float ``dtype`` in rounding ``mode``."""
     x = _arr(x, f64)
-    r = x.astype(f32)
+    r = x.astype(dtype)
     if mode == "rn":
         return r
     rb = r.astype(f64)
     if mode == "rz":
         adj = np.abs(rb) > np.abs(x)
-        toward = f32(0)
+        toward = dtype(0)
     elif mode == "rm":
         adj = rb > x
-        toward = f32(-np.inf)
+        toward = dtype(-np.inf)
     elif mode == "rp":
         adj = rb < x
-        toward = f32(np.inf)
+        toward = dtype(np.inf)
     else:
         raise ValueError(mode)
     if not adj.any():
         return r
-    return np.where(adj, np.nextafter(r, toward), r).astype(f32)
+    return np.where(adj, np.nextafter(r, toward), r).astype(dtype)
+
+
+def f64_to_f32(x, mode="rn"):
+    """Round float64 values to float32 in ``mode``."""
+    return _narrow(x, f32, mode)
 
 
 def f64_to_f16(x, mode="rn"):
-    x = _arr(x, f64)
-    r = x.astype(f16)
-    if mode == "rn":
-        return r
-    rb = r.astype(f64)
-    if mode == "rz":
-        adj = np.abs(rb) > np.abs(x)
-        toward = f16(0)
-    elif mode == "rm":
-        adj = rb > x
-        toward = f16(-np.inf)
-    elif mode == "rp":
-        adj = rb < x
-        toward = f16(np.inf)
-    else:
-        raise ValueError(mode)
-    if not adj.any():
-        return r
-    return np.where(adj, np.nextafter(r, toward), r).astype(f16)
+    return _narrow(x, f16, mode)
 
 
 def f64_to_f32_odd(x):
