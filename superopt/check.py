@@ -48,7 +48,7 @@ from superopt.launch_spec import Buffer, ElemType, LaunchSpec, SpecError
 
 __all__ = [
     "Policy", "EXACT", "Verdict", "Mismatch", "check", "compare_values", "diff_stats", "format_value",
-    "entry_names", "entry_params", "resolve_kernel", "ACCEPTED", "REJECTED", "COULD_NOT_JUDGE",
+    "entry_names", "entry_params", "resolve_kernel", "BaselineRuns", "run_baseline", "ACCEPTED", "REJECTED", "COULD_NOT_JUDGE",
 ]
 
 ACCEPTED, REJECTED, COULD_NOT_JUDGE = "accepted", "rejected", "could_not_judge"
@@ -326,55 +326,69 @@ def _compare_run(base: np.ndarray, unwritten: np.ndarray, cand: np.ndarray, cand
     return bad, untouched
 
 
-def check(baseline_ptx: str, candidate_ptx: str, spec: LaunchSpec, *,
-          backend: Union[str, Backend] = "gpu", policy: Union[str, Policy, None] = None, sets: int = 4,
-          seed: int | None = None, launch_timeout: float | None = None, min_timeout: float = 2.0) -> Verdict:
-    """Judge ``candidate_ptx`` against ``baseline_ptx`` for the kernel ``spec.kernel``.
+@dataclass
+class BaselineRuns:
+    """What the baseline did on one family of input sets: the inputs, both baseline runs
+    of every set, which elements it leaves unwritten, its slowest launch.
 
-    ``backend``: a name from the registry (``gpu``, ``emulator``) or a Backend instance.
-    ``sets``: number of input sets (each run twice for the baseline and twice for the
-    candidate). ``seed``: master seed (default: fresh from os.urandom). ``launch_timeout``:
-    limit for each baseline launch (default: the backend's); candidate launches get
-    ``max(min_timeout, 50 x slowest baseline launch)`` unless ``launch_timeout`` is given.
-    """
+    A search judges many candidates against one baseline; the baseline's behaviour on a
+    given set of inputs does not depend on the candidate, so :class:`~superopt.search.Judge`
+    reuses one ``BaselineRuns`` for the candidates of a kernel (each candidate still gets
+    fresh output poisons unlike the baseline's values) and draws fresh inputs again after a
+    rejection, whose evidence reveals input values."""
+    baseline_ptx: str
+    spec: LaunchSpec
+    kernel: str
+    signature: list
+    policy: Policy
+    seed: int
+    sets: list                         # InputSet per set (index i)
+    results: list                      # backend results: sets first, then the second runs
+    valid: list[int]
+    unwritten: dict
+    writes_input: set
+    slowest: float
+    evidence: dict                     # seed, kernel, sets, notes, backend, phase_seconds
+    uses: int = 0
+
+
+def run_baseline(baseline_ptx: str, spec: LaunchSpec, *, backend: Union[str, Backend] = "gpu",
+                 policy: Union[str, Policy, None] = None, sets: int = 4, seed: int | None = None,
+                 launch_timeout: float | None = None) -> Union[BaselineRuns, Verdict]:
+    """The baseline half of :func:`check`: inputs, two baseline runs per set, determinism.
+    Returns the runs, or a *could not judge* verdict when the baseline cannot be used."""
     t_start = time.monotonic()
     policy = Policy.parse(policy)
     seed = fresh_seed() if seed is None else int(seed)
     ev: dict[str, Any] = {"seed": seed, "kernel": spec.kernel, "sets": [], "notes": [], "max_diff": {}}
 
-    def done(status, reason, mismatch=None):
+    def fail(reason):
         ev["wall_seconds"] = round(time.monotonic() - t_start, 4)
-        return _verdict(status, reason, policy, ev, mismatch)
+        return _verdict(COULD_NOT_JUDGE, reason, policy, ev)
 
     # --- backend
     try:
         be = get_backend(backend) if isinstance(backend, str) else backend
     except BackendUnavailable as e:
         ev["backend"] = {"backend": str(backend)}
-        return done(COULD_NOT_JUDGE, str(e))
+        return fail(str(e))
     ok, why = be.available()
     ev["backend"] = be.describe()
     if not ok:
-        return done(COULD_NOT_JUDGE, why)
+        return fail(why)
 
-    # --- kernels and signatures
+    # --- kernel and signature
     kname = resolve_kernel(baseline_ptx, spec.kernel)
     if kname is None:
-        return done(COULD_NOT_JUDGE, f"no kernel {spec.kernel!r} in the baseline PTX (entries: {', '.join(entry_names(baseline_ptx)) or 'none'})")
+        return fail(f"no kernel {spec.kernel!r} in the baseline PTX (entries: {', '.join(entry_names(baseline_ptx)) or 'none'})")
     if kname != spec.kernel:
         ev["notes"].append(f"kernel {spec.kernel!r} resolved to entry {kname!r}")
         spec = replace(spec, kernel=kname)
         ev["kernel"] = kname
     sig_b = entry_params(baseline_ptx, kname)
-    sig_c = entry_params(candidate_ptx, kname)
-    if sig_c is None:
-        return done(REJECTED, f"the candidate PTX has no entry {kname!r}")
-    if [(t, s) for _, t, s in sig_b] != [(t, s) for _, t, s in sig_c]:
-        return done(REJECTED, f"the candidate changes the parameters of {kname}: "
-                              f"{[t for _, t, _ in sig_b]} -> {[t for _, t, _ in sig_c]}")
     misfit = _spec_fits(spec, sig_b)
     if misfit:
-        return done(COULD_NOT_JUDGE, f"the launch spec does not fit the kernel: {misfit}")
+        return fail(f"the launch spec does not fit the kernel: {misfit}")
 
     # --- input sets
     phases = ev.setdefault("phase_seconds", {})
@@ -386,7 +400,7 @@ def check(baseline_ptx: str, candidate_ptx: str, spec: LaunchSpec, *,
             base_sets.append(make_input_set(spec, seed, i, scalars=ov))
         except SpecError as e:
             if i == 0:
-                return done(COULD_NOT_JUDGE, f"cannot make inputs from the spec: {e}")
+                return fail(f"cannot make inputs from the spec: {e}")
             ev["notes"].append(f"set {i} skipped: {e}")
     k = len(base_sets)
     outs = {b.name for b in spec.buffers if b.direction == "out"}
@@ -411,14 +425,14 @@ def check(baseline_ptx: str, candidate_ptx: str, spec: LaunchSpec, *,
             r = bad[0]
             msg = f"baseline {r.status} on {s.label}: {r.error}" + (f"\n{r.log}" if r.log and r.status == "launch_error" else "")
             if i == 0 or r.status in ("launch_error", "unsupported"):
-                return done(COULD_NOT_JUDGE, msg)
+                return fail(msg)
             ev["notes"].append(msg + " (set dropped)")
             continue
         damaged = [f"{n}: {d}" for r in (r1, r2) for n, d in r.guard_damage.items()]
         if damaged:
             msg = f"baseline writes outside its buffers on {s.label} ({'; '.join(sorted(set(damaged)))})"
             if i == 0:
-                return done(COULD_NOT_JUDGE, msg + ": the spec's buffer lengths look too small")
+                return fail(msg + ": the spec's buffer lengths look too small")
             ev["notes"].append(msg + " (set dropped)")
             continue
         slowest = max(slowest, r1.elapsed or 0.0, r2.elapsed or 0.0)
@@ -439,19 +453,100 @@ def check(baseline_ptx: str, candidate_ptx: str, spec: LaunchSpec, *,
                 diff = ~compare_values(x1, x2, et, policy)
             if diff.any():
                 j = _first_diff(diff)
-                return done(COULD_NOT_JUDGE,
-                            f"the baseline is not deterministic: buffer {b.name!r} element {j} is "
+                return fail(f"the baseline is not deterministic: buffer {b.name!r} element {j} is "
                             f"{format_value(x1, j, et)} in one run and {format_value(x2, j, et)} in another on "
                             f"the same inputs ({s.label}; {int(diff.sum())} elements differ). Causes: atomics "
                             f"order, uninitialised (shared) memory, or an output read before it is written "
                             f"(declare it inout). A tolerance policy can absorb order-dependent float sums.")
         valid.append(i)
     if not valid:
-        return done(COULD_NOT_JUDGE, "no input set on which the baseline runs cleanly")
+        return fail("no input set on which the baseline runs cleanly")
     if base_writes_input:
         ev["notes"].append(f"the baseline modifies buffers declared 'in': {sorted(base_writes_input)} (compared as outputs)")
+    phases["baseline_compare"] = round(time.monotonic() - t_phase, 4)
+    ev["baseline_seconds"] = [r.elapsed for r in bres if r.elapsed is not None]
+    ev["baseline_wall_seconds"] = round(time.monotonic() - t_start, 4)
+    return BaselineRuns(baseline_ptx=baseline_ptx, spec=spec, kernel=kname, signature=sig_b, policy=policy,
+                        seed=seed, sets=base_sets, results=bres, valid=valid, unwritten=unwritten,
+                        writes_input=base_writes_input, slowest=slowest, evidence=ev)
+
+
+def check(baseline_ptx: str, candidate_ptx: str, spec: LaunchSpec, *,
+          backend: Union[str, Backend] = "gpu", policy: Union[str, Policy, None] = None, sets: int = 4,
+          seed: int | None = None, launch_timeout: float | None = None, min_timeout: float = 2.0,
+          baseline: BaselineRuns | None = None) -> Verdict:
+    """Judge ``candidate_ptx`` against ``baseline_ptx`` for the kernel ``spec.kernel``.
+
+    ``backend``: a name from the registry (``gpu``, ``emulator``) or a Backend instance.
+    ``sets``: number of input sets (each run twice for the baseline and twice for the
+    candidate). ``seed``: master seed (default: fresh from os.urandom). ``launch_timeout``:
+    limit for each baseline launch (default: the backend's); candidate launches get
+    ``max(min_timeout, 50 x slowest baseline launch)`` unless ``launch_timeout`` is given.
+    ``baseline``: runs from :func:`run_baseline` of the same baseline PTX and spec to reuse
+    (then ``sets``, ``seed`` and ``policy`` are those of the runs).
+    """
+    t_start = time.monotonic()
+    if baseline is None:
+        kname = resolve_kernel(baseline_ptx, spec.kernel)
+        # a changed signature is rejected before any baseline work
+        if kname is not None and entry_params(baseline_ptx, kname) is not None:
+            early = _signature_verdict(baseline_ptx, candidate_ptx, kname, Policy.parse(policy),
+                                       {"seed": seed, "kernel": kname, "sets": [], "notes": [], "max_diff": {}})
+            if early is not None:
+                return early
+        prepared = run_baseline(baseline_ptx, spec, backend=backend, policy=policy, sets=sets, seed=seed,
+                                launch_timeout=launch_timeout)
+        if isinstance(prepared, Verdict):
+            return prepared
+        reused = False
+    else:
+        if baseline.baseline_ptx != baseline_ptx:
+            raise ValueError("check(baseline=...): the runs were made with another baseline PTX")
+        prepared, reused = baseline, True
+    be = get_backend(backend) if isinstance(backend, str) else backend
+    return _judge_candidate(prepared, candidate_ptx, be, launch_timeout, min_timeout, t_start, reused)
+
+
+def _signature_verdict(baseline_ptx, candidate_ptx, kname, policy, ev) -> Verdict | None:
+    sig_b = entry_params(baseline_ptx, kname)
+    sig_c = entry_params(candidate_ptx, kname)
+    if sig_c is None:
+        return _verdict(REJECTED, f"the candidate PTX has no entry {kname!r}", policy, ev)
+    if [(t, s) for _, t, s in sig_b] != [(t, s) for _, t, s in sig_c]:
+        return _verdict(REJECTED, f"the candidate changes the parameters of {kname}: "
+                                  f"{[t for _, t, _ in sig_b]} -> {[t for _, t, _ in sig_c]}", policy, ev)
+    return None
+
+
+def _judge_candidate(bl: BaselineRuns, candidate_ptx: str, be: Backend, launch_timeout, min_timeout,
+                     t_start: float, reused: bool) -> Verdict:
+    """The candidate half of :func:`check`, against prepared baseline runs."""
+    import copy
+    policy, spec = bl.policy, bl.spec
+    ev = copy.deepcopy(bl.evidence)
+    bl.uses += 1
+    if reused:
+        ev["notes"].append(f"baseline runs reused (input seed {bl.seed}, use {bl.uses}): the baseline is "
+                           f"deterministic, its results on these inputs do not depend on the candidate")
+        ev["phase_seconds"] = {}
+    phases = ev.setdefault("phase_seconds", {})
+
+    def done(status, reason, mismatch=None):
+        ev["wall_seconds"] = round(time.monotonic() - t_start, 4)
+        return _verdict(status, reason, policy, ev, mismatch)
+
+    early = _signature_verdict(bl.baseline_ptx, candidate_ptx, bl.kernel, policy, ev)
+    if early is not None:
+        early.evidence["wall_seconds"] = round(time.monotonic() - t_start, 4)
+        return early
+    base_sets, bres, valid, unwritten = bl.sets, bl.results, bl.valid, bl.unwritten
+    base_writes_input, slowest = bl.writes_input, bl.slowest
+    outs = {b.name for b in spec.buffers if b.direction == "out"}
+    # candidate poisons come from a generator of their own, so reused runs get new ones
+    rng = make_rng(fresh_seed(), 0xCA4D)
 
     # --- candidate, twice per set, one module load
+    t_phase = time.monotonic()
     cand_timeout = launch_timeout if launch_timeout else max(min_timeout, 50 * slowest)
     ev["candidate_launch_timeout_s"] = cand_timeout
     csets: list[InputSet] = []
@@ -460,7 +555,7 @@ def check(baseline_ptx: str, candidate_ptx: str, spec: LaunchSpec, *,
             s = base_sets[i]
             new = {n: poison_unlike(bres[i].outputs[n], s.spec.param(n).elem, rng) for n in outs}
             csets.append(s.with_outputs(new, rng, f"candidate-{rep}"))
-    phases["baseline_compare"] = round(time.monotonic() - t_phase, 4)
+    phases["candidate_inputs"] = round(time.monotonic() - t_phase, 4)
     t_phase = time.monotonic()
     cres = be.run_many(candidate_ptx, spec, csets, timeout=cand_timeout)
     phases["candidate_runs"] = round(time.monotonic() - t_phase, 4)
@@ -524,7 +619,6 @@ def check(baseline_ptx: str, candidate_ptx: str, spec: LaunchSpec, *,
                 return done(REJECTED, f"output differs: {mm.describe()}", mm)
     phases["candidate_compare"] = round(time.monotonic() - t_phase, 4)
     ev["max_diff"] = max_diff
-    ev["baseline_seconds"] = [r.elapsed for r in bres if r.elapsed is not None]
     ev["candidate_seconds"] = [r.elapsed for r in cres if r.elapsed is not None]
     n_launch = len(cres)
     return done(ACCEPTED, f"identical on {len(valid)} input sets x 2 launches ({n_launch} candidate launches)"

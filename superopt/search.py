@@ -3,9 +3,10 @@
 For one kernel:
 
 1. find a launch spec (explicit, or inferred); none means "not verifiable", keep nvcc's code;
-2. make candidates: every registered pass alone with each of its parameter values, then
-   the greedy combination of the passes whose best candidate won; plus any extra
-   candidates (the model proposer) handed in;
+2. make candidates: every registered pass alone with each of its parameter values (plus
+   any extra candidates, from the model proposer, handed in), judged within the first
+   ``SINGLES_SHARE`` of the budget; then the greedy combination of the passes whose best
+   candidate won; then the singles that did not fit before, while the budget lasts;
 3. for each candidate within the budget: ptxas (static check) → differential check
    (GPU, or the CPU emulator) → timing (GPU only);
 4. keep the fastest candidate that verified and beat the baseline beyond the measured
@@ -60,6 +61,7 @@ class Judge:
         self.check_sets = check_sets
         self.timing_reps = timing_reps
         self.backend = self._resolve(backend)
+        self._baseline_runs: dict = {}
 
     @staticmethod
     def gpu_usable() -> tuple[bool, str]:
@@ -85,9 +87,22 @@ class Judge:
         return self.backend == "gpu"
 
     def verify(self, base_ptx: str, cand_ptx: str, spec):
-        from superopt.check import check
-        return check(base_ptx, cand_ptx, spec, backend=self.backend, policy=self.policy,
-                     sets=self.check_sets)
+        """The differential check. The baseline's runs on one family of inputs are reused for
+        the following candidates of the same baseline and spec (they do not depend on the
+        candidate; at large sizes they are most of a check's time); a rejection draws fresh
+        inputs for the next candidate, since its evidence shows input values."""
+        from superopt.check import BaselineRuns, check, run_baseline
+        key = (text_hash(base_ptx), repr(spec))
+        runs = self._baseline_runs.get(key)
+        if runs is None:
+            runs = run_baseline(base_ptx, spec, backend=self.backend, policy=self.policy, sets=self.check_sets)
+            if not isinstance(runs, BaselineRuns):
+                return runs                     # could not judge: no candidate can be judged
+            self._baseline_runs = {key: runs}   # one kernel at a time: bounded memory
+        verdict = check(base_ptx, cand_ptx, spec, backend=self.backend, baseline=runs)
+        if verdict.status == "rejected":
+            self._baseline_runs.pop(key, None)
+        return verdict
 
     def time(self, base_ptx: str, cand_ptx: str, spec):
         """Timing holds the GPU's lock: concurrent compilations (make -j) never time at once."""
@@ -228,45 +243,90 @@ def search_kernel(module: ptx_ir.Module, kernel: str, spec, *, target: str, opti
     entries = []
     by_id: dict[str, Candidate] = {}
 
-    def run(cands):
-        for cand in cands:
-            if time.monotonic() - started > options.budget_s:
-                e = rec.candidate_entry(cand)
-                e.update(fate="skipped-budget", reason=f"per-kernel budget of {options.budget_s:g} s used up")
-                entries.append(e)
-                continue
-            try:
-                e = evaluate(cand, baseline_ptx, spec, judge, target, base_static.resources.get(kernel),
-                             seen_code)
-            except Exception as exc:
-                e = rec.candidate_entry(cand)
-                e.update(fate="error", reason=f"{type(exc).__name__}: {exc}",
-                         traceback=traceback.format_exc(limit=5))
-            entries.append(e)
-            by_id[e["id"]] = cand
+    def run_one(cand):
+        try:
+            e = evaluate(cand, baseline_ptx, spec, judge, target, base_static.resources.get(kernel), seen_code)
+        except Exception as exc:
+            e = rec.candidate_entry(cand)
+            e.update(fate="error", reason=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=5))
+        entries.append(e)
+        by_id[e["id"]] = cand
+        return e
 
-    run(candidates)
-    # Greedy combination of the passes whose best single candidate won (or verified, w/o GPU).
-    good_fates = ("faster",) if judge.can_time else ("verified",)
-    best_per_pass: dict[str, tuple[float, Candidate]] = {}
-    for e in entries:
-        if e["fate"] in good_fates and len(e["plan"]) == 1:
-            cand = by_id[e["id"]]
-            score = e.get("speedup") or 1.0
-            name = cand.plan[0].pass_name
-            if name not in best_per_pass or score > best_per_pass[name][0]:
-                best_per_pass[name] = (score, cand)
-    if len(best_per_pass) >= 2:
-        ordered = sorted(best_per_pass.values(), key=lambda sc: -sc[0])
-        plan = [c.plan[0] for _, c in ordered]
-        combo = make_candidate(module, kernel, plan)
-        if combo is not None and combo.hash not in {c.hash for c in by_id.values()}:
-            run([combo])
+    def elapsed():
+        return time.monotonic() - started
+
+    # 1. single passes, within the first part of the budget; the rest is deferred
+    deferred = []
+    for cand in candidates:
+        if elapsed() > options.budget_s * SINGLES_SHARE:
+            deferred.append(cand)
+        else:
+            run_one(cand)
+    # 2. greedy combination of the passes whose single candidates won
+    _combine(module, kernel, entries, by_id, judge, run_one, lambda: elapsed() <= options.budget_s)
+    # 3. what was deferred, while the budget lasts
+    for cand in deferred:
+        if elapsed() > options.budget_s:
+            e = rec.candidate_entry(cand)
+            e.update(fate="skipped-budget", reason=f"per-kernel budget of {options.budget_s:g} s used up")
+            entries.append(e)
+        else:
+            run_one(cand)
 
     record["candidates"] = entries
     winner = _choose(entries, by_id, judge, options, kernel, record, baseline_ptx)
     record["seconds"] = round(time.monotonic() - started, 3)
     return KernelResult(kernel, record, winner)
+
+
+# Singles may use this share of the per-kernel budget; the rest is kept for combinations,
+# which are where the largest wins come from (vectorized loads + occupancy, unroll + hints).
+SINGLES_SHARE = 0.7
+
+# Passes that act on the same thing in opposite directions are never combined.
+CONFLICTS = (frozenset({"unroll", "nounroll"}),)
+
+
+def _conflicts(plan) -> bool:
+    names = {st.pass_name for st in plan}
+    return any(c <= names for c in CONFLICTS)
+
+
+def _combine(module, kernel, entries, by_id, judge: Judge, run_one, within_budget) -> None:
+    """Greedy combination: start from the best single candidate; add the best candidate of
+    each other winning pass in order of its own speedup; keep an addition when the
+    combination verified and beat the best so far. Without a GPU, the verified passes are
+    combined in priority order and kept when they verify."""
+    good = ("faster",) if judge.can_time else ("verified",)
+    best_per_pass: dict[str, tuple[float, str]] = {}
+    for e in entries:
+        if e["fate"] in good and len(e["plan"]) == 1:
+            cand = by_id[e["id"]]
+            score = (e.get("speedup") or 1.0) if judge.can_time else -_priority(cand.plan[0].pass_name)
+            name = cand.plan[0].pass_name
+            if name not in best_per_pass or score > best_per_pass[name][0]:
+                best_per_pass[name] = (score, e["id"])
+    if len(best_per_pass) < 2:
+        return
+    ordered = sorted(best_per_pass.values(), key=lambda t: -t[0])
+    current_score, current_id = ordered[0]
+    tried = {c.hash for c in by_id.values()}
+    for score, cid in ordered[1:]:
+        if not within_budget():
+            return
+        plan = list(by_id[current_id].plan) + list(by_id[cid].plan)
+        if _conflicts(plan):
+            continue
+        combo = make_candidate(module, kernel, plan)
+        if combo is None or combo.hash in tried:
+            continue
+        tried.add(combo.hash)
+        e = run_one(combo)
+        if e["fate"] in good:
+            combo_score = (e.get("speedup") or 1.0) if judge.can_time else current_score
+            if not judge.can_time or combo_score > current_score:
+                current_score, current_id = combo_score, e["id"]
 
 
 def _function_text(candidate: Candidate, kernel: str) -> str:

@@ -78,6 +78,22 @@ def roofline(name: str, spec, median_s: float, timing: dict) -> dict:
             "ceiling": f"measured device copy {peak / 1e12:.2f} TB/s", "bytes_per_launch": moved}
 
 
+def _candidate_ptx(module, kernel: str, entry: dict) -> str:
+    from superopt.candidates import Step, make_candidate
+    cand = make_candidate(module, kernel, [Step.from_dict(st) for st in entry["plan"]])
+    if cand is None:
+        raise RuntimeError(f"{kernel}: the winning plan {entry['id']} no longer applies")
+    return cand.ptx
+
+
+def _slower(timing: dict) -> bool:
+    """Baseline faster than the kept code beyond the spread (the mirror of 'faster')."""
+    a, b = timing.get("baseline") or {}, timing.get("candidate") or {}
+    if not a or not b:
+        return False
+    return b["median"] - a["median"] > (a["iqr"] + b["iqr"]) / 2
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description="nvcc -O3 vs nvcc-plus on the benchmark kernels")
     ap.add_argument("--kernel", action="append", help="only these kernels")
@@ -111,7 +127,12 @@ def main(argv: list[str] | None = None) -> None:
         records.append(rec)
         win = next((c for c in rec["candidates"] if c["fate"] == "winner"), None)
         if win is not None:
-            timing = win["timing"]
+            # The search picked the winner by its measured speedup, so that number is biased
+            # upwards (the largest of several noisy measurements); what is reported is a fresh,
+            # independent measurement of the kept code against nvcc's.
+            kept_ptx = _candidate_ptx(module, name, win)
+            t = time_pair(baseline_ptx, kept_ptx, spec, backend="gpu")
+            timing = t.to_dict()
             verified = win["verdict"]["status"] == "accepted"
         else:
             t = time_pair(baseline_ptx, baseline_ptx, spec, backend="gpu")
@@ -121,7 +142,7 @@ def main(argv: list[str] | None = None) -> None:
             verified = True        # nvcc's own code is kept
         base = stats(timing["baseline"])
         plus = stats(timing["candidate"])
-        speedup = win["speedup"] if win is not None else 1.0
+        speedup = timing["speedup"] if win is not None else 1.0
         # What nvcc's flags alone give, judged the same way.
         flag_verdict = check(baseline_ptx, flags_ptx, spec, backend="gpu")
         flag_t = time_pair(baseline_ptx, flags_ptx, spec, backend="gpu") \
@@ -131,10 +152,13 @@ def main(argv: list[str] | None = None) -> None:
             "nvcc_O3": base,
             "nvcc_plus": plus,
             "speedup": speedup,
-            "faster_beyond_noise": bool(win is not None),
+            "faster_beyond_noise": bool(win is not None and timing["faster"]),
+            "search_speedup": win["speedup"] if win is not None else None,
+            "sizes": {k: v for k, v in spec.resolved().scalar_values().items() if k in spec.size_params()},
             "verified": verified,
             "winning_passes": win["id"] if win else None,
             "candidates": {c["id"]: c["fate"] for c in rec["candidates"]},
+            "slower_beyond_noise": bool(win is not None and _slower(timing)),
             "roofline_percent": roofline(name, spec, plus["median_us"] / 1e6, timing),
             "flags_extra_device_vectorization": {
                 "verdict": flag_verdict.status,
@@ -165,7 +189,10 @@ def main(argv: list[str] | None = None) -> None:
                   "differential check accepted it and it was faster beyond the measured spread",
         "geomean_speedup": geo,
         "geomean_speedup_flags_only": math.exp(sum(map(math.log, flag_speeds)) / len(flag_speeds)) if flag_speeds else None,
-        "kernels_slower_beyond_noise": [r["kernel"] for r in rows if r["speedup"] < 1 and r["faster_beyond_noise"]],
+        "budget_s": args.budget,
+        "speedup_is": "a confirmation run of the kept code after the search (not the search's own "
+                      "measurement, which picked the winner and is biased upwards: search_speedup)",
+        "kernels_slower_beyond_noise": [r["kernel"] for r in rows if r.get("slower_beyond_noise")],
         "verification_failures_kept": [r["kernel"] for r in rows if not r["verified"]],
         "kernels": rows,
     }

@@ -183,3 +183,46 @@ def test_verdict_json_round(fake):
     d = json.loads(json.dumps(v.to_dict(), default=str))
     assert d["status"] == "rejected" and d["mismatch"]["buffer"] == "out"
     assert "first difference" in v.summary()
+
+
+# ---------------------------------------------------------------- reused baseline runs
+
+def test_reused_baseline_runs_judge_like_fresh_ones(fake):
+    from superopt.check import BaselineRuns, run_baseline
+    runs = run_baseline(BASE, SPEC, backend=fake)
+    assert isinstance(runs, BaselineRuns) and fake.calls == 1
+    ok = check(BASE, fake_ptx("nan_payload"), SPEC, backend=fake, baseline=runs)
+    assert ok.status == ACCEPTED, ok.summary()
+    assert fake.calls == 2                                  # the baseline did not run again
+    assert any("reused" in n for n in ok.evidence["notes"])
+    for variant, expect in [("noop", "not written"), ("fma", "differs"), ("cache", "not written"),
+                            ("writes_input", "writes its input"), ("off_by_one", "outside buffer")]:
+        v = check(BASE, fake_ptx(variant), SPEC, backend=fake, baseline=runs)
+        assert v.status == REJECTED and expect in v.reason, (variant, v.reason)
+    assert fake.calls == 7 and runs.uses == 6
+    sig = ".visible .entry judge_kernel(\n .param .u64 p0,\n .param .u64 p1,\n .param .u64 p2,\n .param .f32 p3\n)\n"
+    assert "parameters" in check(BASE, fake_ptx("baseline", sig), SPEC, backend=fake, baseline=runs).reason
+    with pytest.raises(ValueError):
+        check(fake_ptx("nan_payload"), BASE, SPEC, backend=fake, baseline=runs)
+
+
+def test_reused_runs_get_fresh_candidate_poisons(fake):
+    """The poison a candidate's outputs start from is drawn per check, not per baseline run."""
+    from superopt.check import run_baseline
+    runs = run_baseline(BASE, SPEC, backend=fake)
+    seen = []
+    orig = fake.run_many
+
+    def spy(ptx, spec, sets, **kw):
+        seen.append(bytes(sets[0].data["out"][:64].view(np.uint8)))
+        return orig(ptx, spec, sets, **kw)
+    fake.run_many = spy
+    for _ in range(2):
+        assert check(BASE, BASE, SPEC, backend=fake, baseline=runs).status == ACCEPTED
+    assert len(seen) == 2 and seen[0] != seen[1]
+
+
+def test_baseline_that_cannot_be_judged_returns_a_verdict(fake):
+    from superopt.check import run_baseline
+    v = run_baseline(fake_ptx("noisy"), SPEC, backend=fake)
+    assert v.status == COULD_NOT_JUDGE and "not deterministic" in v.reason

@@ -202,3 +202,68 @@ def test_reports_render_and_gate():
 
 def test_make_candidate_returns_none_when_a_step_does_not_fire():
     assert make_candidate(module(), KERNEL, [Step("test-nofire", {"k": 1})]) is None
+
+
+def test_judge_reuses_baseline_runs_until_a_rejection():
+    """Judge.verify runs the baseline once per (baseline, spec) and again after a rejection."""
+    from dataclasses import replace
+    from pathlib import Path
+    from superopt.backends.base import register_backend
+    from superopt.launch_spec import load_spec
+    from superopt.search import Judge
+    from tests.judge.judge_fake_backend import FakeBackend, fake_ptx
+    fake = FakeBackend()
+    register_backend("fake-judge-reuse", lambda: fake)
+    spec = load_spec(str(Path(__file__).parents[1] / "judge" / "kernels" / "judge.toml"))
+    spec = replace(spec, params=[replace(p, value=3000) if p.name == "n" else p for p in spec.params])
+    judge = Judge("fake-judge-reuse")
+    base = fake_ptx("baseline")
+    seeds = []
+    for variant, status in [("nan_payload", "accepted"), ("baseline", "accepted"), ("fma", "rejected"),
+                            ("nan_payload", "accepted"), ("baseline", "accepted")]:
+        v = judge.verify(base, fake_ptx(variant), spec)
+        assert v.status == status, (variant, v.reason)
+        seeds.append(v.evidence["seed"])
+    # baseline runs: once for the first three candidates, once more after the rejection
+    assert fake.calls == 2 + 5
+    assert seeds[0] == seeds[1] == seeds[2] and seeds[3] == seeds[4] and seeds[3] != seeds[2]
+
+
+@passes.register(name="test-cs-stores", summary="streaming stores", assumes="the output is not re-read",
+                 params={}, source="tests")
+def _cs_stores(fn):
+    out = []
+    for inst in list(fn.instructions):
+        if inst.opcode == "st" and inst.space == ".global":
+            fn.replace(inst, inst.with_(modifiers=(".global", ".cs", *inst.modifiers[1:])))
+            out.append(passes.Change("st.global -> st.global.cs", inst))
+    return out
+
+
+class ComboJudge(ScriptedJudge):
+    """Speedup by what the candidate contains: .nc loads, .cs stores, or both."""
+
+    def __init__(self, both: float):
+        super().__init__()
+        self.both = both
+
+    def time(self, base, cand, spec):
+        nc, cs = "ld.global.nc" in cand, "st.global.cs" in cand
+        s = self.both if (nc and cs) else 1.2 if nc else 1.1 if cs else 1.0
+        return Timing("ok", s > 1.01, s)
+
+
+@pytest.mark.parametrize("both,winner", [(1.4, "test-commute + test-cs-stores"), (1.15, "test-commute")])
+def test_greedy_combination_is_judged_and_kept_only_when_faster(both, winner):
+    opts = SearchOptions(passes=["test-cs-stores", "test-commute", "test-nofire"], budget_s=60)
+    result = search_kernel(module(), KERNEL, {"x": 1}, target="sm_90", options=opts, judge=ComboJudge(both))
+    ids = [c["id"] for c in result.record["candidates"]]
+    # the best single goes first in the combination, then the other winning pass
+    assert ids == ["test-cs-stores", "test-commute", "test-commute + test-cs-stores"]
+    assert result.record["winner"] == winner
+
+
+def test_conflicting_passes_are_not_combined():
+    from superopt.search import _conflicts
+    assert _conflicts([Step("unroll", {"factor": 2}), Step("nounroll", {"scope": "innermost"})])
+    assert not _conflicts([Step("unroll", {"factor": 2}), Step("occupancy", {})])
