@@ -49,6 +49,10 @@ def compile_ptx(extra: list[str]) -> str:
 
 
 def commit() -> str:
+    """NVCC_PLUS_COMMIT when set (the device machine runs a copy of the working tree whose
+    .git may be stale), else git's HEAD."""
+    if os.environ.get("NVCC_PLUS_COMMIT"):
+        return os.environ["NVCC_PLUS_COMMIT"]
     try:
         rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                              text=True).stdout.strip()
@@ -100,6 +104,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--budget", type=float, default=90.0, help="search seconds per kernel")
     ap.add_argument("--out", type=Path, help="result file (default bench/results/<date>-<gpu>.json)")
     ap.add_argument("--records", type=Path, help="also write the superopt records here")
+    ap.add_argument("--specs", type=Path, default=HERE / "specs.toml", help="launch specs (default: specs.toml here)")
     ap.add_argument("--merge", type=Path, nargs="*", default=[],
                     help="earlier result files (other kernels of the same run) to merge into this one")
     args = ap.parse_args(argv)
@@ -108,7 +113,7 @@ def main(argv: list[str] | None = None) -> None:
     ok, why = judge.gpu_usable()
     if not ok:
         sys.exit(f"python -m bench needs a GPU ({why}); there is no measured speed without one")
-    specs = load_specs(str(HERE / "specs.toml"))
+    specs = load_specs(str(args.specs))
     baseline_ptx = compile_ptx([])
     flags_ptx = compile_ptx(["-Xptxas", "-O3", "--extra-device-vectorization"])
     module = ptx_ir.parse(baseline_ptx)
@@ -168,9 +173,18 @@ def main(argv: list[str] | None = None) -> None:
         })
         print(f"[bench] {name}: {base['median_us']:.2f} us -> {plus['median_us']:.2f} us "
               f"({speedup:.3f}x) {win['id'] if win else 'baseline kept'}", flush=True)
+    parts = [{"commit": commit(), "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+              "kernels": [r["kernel"] for r in rows]}]
     for earlier in args.merge:
         done = {r["kernel"] for r in rows}
-        rows = [r for r in json.loads(earlier.read_text())["kernels"] if r["kernel"] not in done] + rows
+        old = json.loads(earlier.read_text())
+        kept = [r for r in old["kernels"] if r["kernel"] not in done]
+        rows = kept + rows
+        for part in old.get("parts") or [{"commit": old.get("commit"), "date": old.get("date"),
+                                          "kernels": [r["kernel"] for r in old["kernels"]]}]:
+            names = [k for k in part["kernels"] if k in {r["kernel"] for r in kept}]
+            if names:
+                parts.append({**part, "kernels": names})
     geo = math.exp(sum(math.log(r["speedup"]) for r in rows) / len(rows)) if rows else None
     flag_speeds = [r["flags_extra_device_vectorization"]["speedup"] for r in rows
                    if r["flags_extra_device_vectorization"]["speedup"]]
@@ -190,6 +204,8 @@ def main(argv: list[str] | None = None) -> None:
         "geomean_speedup": geo,
         "geomean_speedup_flags_only": math.exp(sum(map(math.log, flag_speeds)) / len(flag_speeds)) if flag_speeds else None,
         "budget_s": args.budget,
+        "specs": str(args.specs.resolve().relative_to(ROOT)) if args.specs.resolve().is_relative_to(ROOT) else str(args.specs),
+        "parts": parts,
         "speedup_is": "a confirmation run of the kept code after the search (not the search's own "
                       "measurement, which picked the winner and is biased upwards: search_speedup)",
         "kernels_slower_beyond_noise": [r["kernel"] for r in rows if r.get("slower_beyond_noise")],
