@@ -6,7 +6,7 @@ from pathlib import Path
 
 SUPPORTED_VERSIONS = (1,)
 FATES = ("rejected-ptxas", "same-code", "rejected-check", "not-judged", "verified", "faster", "not-faster",
-         "not-timed", "winner", "estimate-winner", "skipped-budget", "error", None)
+         "not-confirmed", "not-timed", "winner", "estimate-winner", "skipped-budget", "error", None)
 
 
 class RecordError(ValueError):

@@ -61,7 +61,7 @@ def candidate_entry(candidate) -> dict:
         "changes": candidate.changes[:50],
         "ptx_hash": candidate.hash,
         "fate": None,            # rejected-ptxas | same-code | rejected-check | not-judged | verified |
-                                 # faster | not-faster | not-timed | winner | estimate-winner |
+                                 # faster | not-faster | not-confirmed | not-timed | winner | estimate-winner |
                                  # skipped-budget | error
         "reason": None,
     }

@@ -267,3 +267,47 @@ def test_conflicting_passes_are_not_combined():
     from superopt.search import _conflicts
     assert _conflicts([Step("unroll", {"factor": 2}), Step("nounroll", {"scope": "innermost"})])
     assert not _conflicts([Step("unroll", {"factor": 2}), Step("occupancy", {})])
+
+
+class FlakyJudge(ComboJudge):
+    """The .nc candidate looks faster once and never again; .cs is steadily faster."""
+
+    def __init__(self):
+        super().__init__(both=1.0)
+        self.nc_timings = 0
+
+    def time(self, base, cand, spec):
+        nc, cs = "ld.global.nc" in cand, "st.global.cs" in cand
+        if nc and not cs:
+            self.nc_timings += 1
+            s = 1.3 if self.nc_timings == 1 else 1.0
+        elif cs and not nc:
+            s = 1.1
+        else:
+            s = 1.0
+        return Timing("ok", s > 1.01, s)
+
+
+def test_the_kept_candidate_is_confirmed_by_a_second_timing():
+    opts = SearchOptions(passes=["test-commute", "test-cs-stores"], budget_s=60)
+    judge = FlakyJudge()
+    result = search_kernel(module(), KERNEL, {"x": 1}, target="sm_90", options=opts, judge=judge)
+    fates = {c["id"]: c["fate"] for c in result.record["candidates"]}
+    assert fates["test-commute"] == "not-confirmed"          # 1.3x once, 1.0x when timed again
+    assert fates["test-cs-stores"] == "winner"
+    win = next(c for c in result.record["candidates"] if c["fate"] == "winner")
+    assert win["confirmation"]["speedup"] == 1.1 and win["speedup"] == 1.1
+    assert "confirmed" in result.record["reason"]
+    validate({"schema": "nvcc-plus/record", "schema_version": 1, "kernels": [result.record]})
+
+
+def test_nothing_confirmed_keeps_the_baseline():
+    class OnceJudge(ScriptedJudge):
+        def time(self, base, cand, spec):
+            self.calls += 1
+            s = 1.25 if self.calls <= 2 else 1.0
+            return Timing("ok", s > 1.01, s)
+    opts = SearchOptions(passes=["test-commute"], budget_s=60)
+    result = search_kernel(module(), KERNEL, {"x": 1}, target="sm_90", options=opts, judge=OnceJudge())
+    assert result.winner is None and result.record["status"] == "kept-baseline"
+    assert "timed again" in result.record["reason"]
