@@ -193,6 +193,9 @@ class Replayer:
                 if first_err:
                     what += f": {first_err}"
                 self.log.line(source, what + "; using nvcc's own PTX")
+        what = f"{why_tool} failed on the rewritten PTX" + (f": {first_err}" if first_err else "")
+        for ch in st.changes:
+            swap.mark_not_applied(ch.result.record_paths, what + "; nvcc's own PTX was used")
         st.kept.clear()
         return rc
 

@@ -28,6 +28,7 @@ class SwapResult:
     kernel: str | None = None         # the kernel the error is about, when known
     messages: list[str] = field(default_factory=list)
     records: list[dict] = field(default_factory=list)
+    record_paths: list[str] = field(default_factory=list)   # record files the optimizer wrote
 
 
 def resolve_optimizer(spec: str | None):
@@ -153,11 +154,13 @@ def swap_file(path: str, *, optimizer, mode: str, source: str | None, target: st
         return res
     res.messages = [one_line(m) for m in (getattr(outcome, "messages", None) or [])]
     res.records = list(getattr(outcome, "records", None) or [])
+    res.record_paths = [str(p) for p in (getattr(outcome, "record_paths", None) or [])]
     if new == text:
         return res
     if interface(new) != interface(text):
         res.error = "rewritten PTX changes the kernels or visible symbols"
         res.messages = []
+        mark_not_applied(res.record_paths, res.error + "; nvcc's own PTX was used")
         return res
     try:
         atomic_write(path, new.encode("utf-8"))
@@ -166,6 +169,26 @@ def swap_file(path: str, *, optimizer, mode: str, source: str | None, target: st
         return res
     res.changed = True
     return res
+
+
+def mark_not_applied(record_paths: list[str], reason: str) -> None:
+    """Say in the optimizer's record files that the build did not use the rewrite: kernels
+    the records call ``optimized`` become ``rolled-back`` with the reason, and the record
+    gains ``"driver": {"applied": false, "reason": ...}``. A record that cannot be updated
+    is left as it is (the user has already been told on stderr)."""
+    import json
+    for path in record_paths:
+        try:
+            with open(path, encoding="utf-8") as f:
+                rec = json.load(f)
+            rec["driver"] = {"applied": False, "reason": reason}
+            for k in rec.get("kernels", []):
+                if k.get("status") == "optimized":
+                    k["status"] = "rolled-back"
+                    k["reason"] = f"{reason} (the search had kept: {k.get('reason')})"
+            atomic_write(path, (json.dumps(rec, indent=1)).encode("utf-8"))
+        except (OSError, ValueError, AttributeError):
+            continue
 
 
 def restore(path: str, original: bytes) -> None:

@@ -94,7 +94,7 @@ HTML_TEMPLATE = """<!doctype html>
 <style>
 body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left;font-size:.9em}
-th{background:#f3f3f3}.optimized{color:#075}.kept-baseline{color:#666}.not-verifiable{color:#a60}
+th{background:#f3f3f3}.optimized{color:#075}.kept-baseline{color:#666}.rolled-back{color:#b00}.not-verifiable{color:#a60}
 code,pre{font-family:ui-monospace,monospace;font-size:.8em}
 table.diff{font-family:ui-monospace,monospace;font-size:.75em}.diff_add{background:#dfd}.diff_chg{background:#ffd}.diff_sub{background:#fdd}
 </style></head><body>

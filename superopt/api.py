@@ -21,6 +21,9 @@ class OptimizeOutcome:
     messages: list[str] = field(default_factory=list)
     # The per-kernel records (reports' JSON schema) when a search ran.
     records: list[dict] = field(default_factory=list)
+    # Where those records were written (NVCC_PLUS_REPORT_DIR), so that a driver that does not
+    # use the rewrite after all (a later tool rejects it) can say so in them.
+    record_paths: list[str] = field(default_factory=list)
 
 
 def optimize_ptx(ptx: str, *, mode: str = "optimize", source: str | None = None,
@@ -48,14 +51,15 @@ def optimize_ptx(ptx: str, *, mode: str = "optimize", source: str | None = None,
     from superopt.optimize import optimize_module
 
     result = optimize_module(ptx, target=target, source=source, config=config)
-    _save_records(result.records, source)
+    saved = _save_records(result.records, source)
     # Unchanged modules go back byte for byte as nvcc made them (a -G build embeds the PTX
     # text in the cubin, so even whitespace would show).
     return OptimizeOutcome(ptx=result.ptx if result.changed else ptx, changed=result.changed,
-                           messages=result.messages, records=[result.records])
+                           messages=result.messages, records=[result.records],
+                           record_paths=[saved] if saved else [])
 
 
-def _save_records(records: dict, source: str | None) -> None:
+def _save_records(records: dict, source: str | None) -> str | None:
     """Write the module's record under NVCC_PLUS_REPORT_DIR, if the user asked for reports."""
     import json
     import os
@@ -63,10 +67,12 @@ def _save_records(records: dict, source: str | None) -> None:
 
     folder = os.environ.get("NVCC_PLUS_REPORT_DIR")
     if not folder or not records.get("kernels"):
-        return
+        return None
     from superopt.cache import atomic_write_text
     from superopt.candidates import text_hash
 
     stem = Path(source).name if source else "module"
     name = f"{stem}.{records.get('target')}.{text_hash(json.dumps(records, sort_keys=True))[:8]}.json"
-    atomic_write_text(Path(folder) / name, json.dumps(records, indent=1))
+    path = Path(folder) / name
+    atomic_write_text(path, json.dumps(records, indent=1))
+    return str(path)

@@ -78,13 +78,17 @@ class CachingJudge:
     def can_time(self) -> bool:
         return self._judge.can_time
 
-    def verify(self, base_ptx: str, cand_ptx: str, spec):
+    def verify(self, base_ptx: str, cand_ptx: str, spec, *, fresh: bool = False):
+        if fresh:                           # a new check on new inputs: never from the cache
+            return self._judge.verify(base_ptx, cand_ptx, spec, fresh=True)
         key = (text_hash(base_ptx), text_hash(cand_ptx))
         if key not in self._verdicts:
             self._verdicts[key] = self._judge.verify(base_ptx, cand_ptx, spec)
         return self._verdicts[key]
 
-    def time(self, base_ptx: str, cand_ptx: str, spec):
+    def time(self, base_ptx: str, cand_ptx: str, spec, *, fresh: bool = False):
+        if fresh:                           # a confirmation: a new measurement
+            return self._judge.time(base_ptx, cand_ptx, spec, fresh=True)
         key = (text_hash(base_ptx), text_hash(cand_ptx))
         if key not in self._timings:
             self._timings[key] = self._judge.time(base_ptx, cand_ptx, spec)

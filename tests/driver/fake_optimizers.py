@@ -71,3 +71,32 @@ def chatty(ptx, *, mode="optimize", source=None, target=None, config=None):
 
 def not_text(ptx, *, mode="optimize", source=None, target=None, config=None):
     return 42
+
+
+def _optimized_record(source, target) -> list[str]:
+    """Write a record that says the kernel was optimized, as superopt would (when asked to)."""
+    import json
+    folder = os.environ.get("NVCC_PLUS_REPORT_DIR")
+    if not folder:
+        return []
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"{os.path.basename(source)}.{target}.json")
+    rec = {"schema": "nvcc-plus/record", "schema_version": 1, "target": target,
+           "kernels": [{"kernel": "k", "status": "optimized", "reason": "test-pass: 1.500x, verified",
+                        "candidates": []}]}
+    with open(path, "w") as f:
+        json.dump(rec, f)
+    return [path]
+
+
+def garbage_with_record(ptx, *, mode="optimize", source=None, target=None, config=None):
+    """Like garbage, after writing a record that calls the kernel optimized."""
+    out = garbage(ptx, mode=mode, source=source, target=target, config=config)
+    out.record_paths = _optimized_record(source, target)
+    return out
+
+
+def rename_kernel_with_record(ptx, *, mode="optimize", source=None, target=None, config=None):
+    out = rename_kernel(ptx, mode=mode, source=source, target=target, config=config)
+    out.record_paths = _optimized_record(source, target)
+    return out

@@ -342,3 +342,22 @@ def test_roundtrip_byte_identical(src, mode, out):
         assert fatbin_section(src / out) == fatbin_section(src / "ref.o")
     else:
         assert (src / out).read_bytes() == (src / ("ref." + ext)).read_bytes()
+
+
+@pytest.mark.parametrize("name,why", [
+    ("garbage_with_record", "ptxas failed on the rewritten PTX"),
+    ("rename_kernel_with_record", "rewritten PTX changes the kernels or visible symbols"),
+])
+def test_records_say_when_the_build_did_not_use_the_rewrite(src, name, why):
+    """The optimizer's record called the kernel optimized; the build then used nvcc's PTX."""
+    import json
+    p = plus(["-c", "k.cu", "-o", "k.o", "--plus-report-dir", str(src / "rec")], src, opt_env(name))
+    assert p.returncode == 0
+    (path,) = (src / "rec").iterdir()
+    rec = json.loads(path.read_text())
+    assert rec["driver"]["applied"] is False and rec["driver"]["reason"].startswith(why)
+    (k,) = rec["kernels"]
+    assert k["status"] == "rolled-back"
+    assert why in k["reason"] and "test-pass: 1.500x" in k["reason"]
+    from reports.load import validate
+    validate(rec)

@@ -130,7 +130,7 @@ class FakeJudge:
         self.verified: list[str] = []
         self.timed: list[str] = []
 
-    def verify(self, base_ptx, cand_ptx, spec):
+    def verify(self, base_ptx, cand_ptx, spec, **kw):
         self.verified.append(cand_ptx)
         if "sub.f32" in cand_ptx:
             mm = Mismatch(1, "set 1 (n=1000)", 1, "out", "value", 3, 997, "1.5 (0x3fc00000)",
@@ -138,7 +138,7 @@ class FakeJudge:
             return Verdict("rejected", f"output differs: {mm.describe()}", "exact", {"seed": 7}, mm)
         return Verdict("accepted", "identical on 2 input sets x 2 launches (fake judge)", "exact", {"seed": 7})
 
-    def time(self, base_ptx, cand_ptx, spec):
+    def time(self, base_ptx, cand_ptx, spec, **kw):
         self.timed.append(cand_ptx)
         a = Stats(10, 10e-6, 9.9e-6, 10.1e-6, 0.2e-6, 9.8e-6, 10.3e-6)
         if "ld.global.nc" in cand_ptx and "ld.global.nc" not in base_ptx:

@@ -91,13 +91,13 @@ class ScriptedJudge:
         self.speedups = speedups or {}
         self.calls = 0
 
-    def verify(self, base, cand, spec):
+    def verify(self, base, cand, spec, **kw):
         self.calls += 1
         if "mul.lo.s32 \t%r6, %r5, 4;" in cand:
             return Verdict("rejected", "set 0: buffer 'out' element 3 differs (baseline 9, candidate 12)")
         return Verdict("accepted", "bit-identical on 4 input sets")
 
-    def time(self, base, cand, spec):
+    def time(self, base, cand, spec, **kw):
         s = self.speedups.get("commute", 1.0) if "ld.global.nc.u32" in cand else 1.0
         return Timing("ok", s > 1.01, s)
 
@@ -165,12 +165,13 @@ def test_module_cache_and_lockfile(tmp_path, monkeypatch):
     cfg = {"passes": OPTS.passes}
     judge = ScriptedJudge(speedups={"commute": 1.3})
     first = optimize_module(text, config=cfg, kernels=[KERNEL], judge=judge, spec_for=lambda m, k: ({"x": 1}, "test"))
-    assert first.changed and judge.calls == 2
+    # two candidates judged, then the kept one checked again on fresh inputs
+    assert first.changed and judge.calls == 3
     assert "ld.global.nc.u32" in first.ptx
     validate(first.records)
     # Rebuild: the cached decision applies without judging anything.
     again = optimize_module(text, config=cfg, kernels=[KERNEL], judge=judge, spec_for=lambda m, k: ({"x": 1}, "test"))
-    assert judge.calls == 2 and again.ptx == first.ptx
+    assert judge.calls == 3 and again.ptx == first.ptx
     assert again.records["kernels"][0]["status"] in ("locked", "cached")
     # A machine without cache and without GPU reproduces the same binary from the lockfile.
     monkeypatch.setenv("NVCC_PLUS_CACHE_DIR", str(tmp_path / "other-cache"))
@@ -198,6 +199,13 @@ def test_reports_render_and_gate():
     assert problems == [f"{KERNEL}: speedup fell from 1.250x to 1.000x",
                         f"{KERNEL}: was optimized, now kept-baseline"]
     assert gate(compare([record], [record]), 0.02) == []
+    # a rewrite the build did not use (the driver marked the record) counts as nvcc's code
+    import copy
+    rolled = copy.deepcopy(record)
+    rolled["kernels"][0].update(status="rolled-back", reason="ptxas failed on the rewritten PTX")
+    assert gate(compare([record], [rolled]), 0.02) == [f"{KERNEL}: speedup fell from 1.250x to 1.000x",
+                                                      f"{KERNEL}: was optimized, now rolled-back"]
+    assert "rolled-back" in render.markdown([rolled])
 
 
 def test_make_candidate_returns_none_when_a_step_does_not_fire():
@@ -247,7 +255,7 @@ class ComboJudge(ScriptedJudge):
         super().__init__()
         self.both = both
 
-    def time(self, base, cand, spec):
+    def time(self, base, cand, spec, **kw):
         nc, cs = "ld.global.nc" in cand, "st.global.cs" in cand
         s = self.both if (nc and cs) else 1.2 if nc else 1.1 if cs else 1.0
         return Timing("ok", s > 1.01, s)
@@ -276,7 +284,7 @@ class FlakyJudge(ComboJudge):
         super().__init__(both=1.0)
         self.nc_timings = 0
 
-    def time(self, base, cand, spec):
+    def time(self, base, cand, spec, **kw):
         nc, cs = "ld.global.nc" in cand, "st.global.cs" in cand
         if nc and not cs:
             self.nc_timings += 1
@@ -303,7 +311,7 @@ def test_the_kept_candidate_is_confirmed_by_a_second_timing():
 
 def test_nothing_confirmed_keeps_the_baseline():
     class OnceJudge(ScriptedJudge):
-        def time(self, base, cand, spec):
+        def time(self, base, cand, spec, **kw):
             self.calls += 1
             s = 1.25 if self.calls <= 2 else 1.0
             return Timing("ok", s > 1.01, s)
@@ -311,3 +319,40 @@ def test_nothing_confirmed_keeps_the_baseline():
     result = search_kernel(module(), KERNEL, {"x": 1}, target="sm_90", options=opts, judge=OnceJudge())
     assert result.winner is None and result.record["status"] == "kept-baseline"
     assert "timed again" in result.record["reason"]
+
+
+def test_the_kept_candidate_is_checked_again_on_fresh_inputs():
+    """A candidate that passes the search's checks but fails on fresh inputs is not kept."""
+    class FreshFailJudge(ComboJudge):
+        def verify(self, base, cand, spec, fresh=False):
+            if fresh and "ld.global.nc" in cand:
+                return Verdict("rejected", "set 2: buffer 'out' element 7 differs")
+            return super().verify(base, cand, spec)
+    opts = SearchOptions(passes=["test-commute", "test-cs-stores"], budget_s=60)
+    result = search_kernel(module(), KERNEL, {"x": 1}, target="sm_90", options=opts,
+                           judge=FreshFailJudge(both=1.0))
+    by_id = {c["id"]: c for c in result.record["candidates"]}
+    assert by_id["test-commute"]["fate"] == "rejected-check"
+    assert by_id["test-commute"]["reason"].startswith("on fresh inputs")
+    assert by_id["test-cs-stores"]["fate"] == "winner"
+    assert by_id["test-cs-stores"]["fresh_verdict"]["status"] == "accepted"
+
+
+def test_judge_fresh_verify_draws_new_inputs():
+    from dataclasses import replace
+    from superopt.backends.base import register_backend
+    from superopt.launch_spec import load_spec
+    from superopt.search import Judge
+    from tests.judge.judge_fake_backend import FakeBackend, fake_ptx
+    fake = FakeBackend()
+    register_backend("fake-judge-fresh", lambda: fake)
+    spec = load_spec(str(Path(__file__).parents[1] / "judge" / "kernels" / "judge.toml"))
+    spec = replace(spec, params=[replace(p, value=3000) if p.name == "n" else p for p in spec.params])
+    judge = Judge("fake-judge-fresh")
+    base = fake_ptx("baseline")
+    a = judge.verify(base, fake_ptx("nan_payload"), spec)
+    b = judge.verify(base, fake_ptx("nan_payload"), spec, fresh=True)
+    c = judge.verify(base, fake_ptx("nan_payload"), spec)
+    assert a.status == b.status == c.status == "accepted"
+    assert a.evidence["seed"] == c.evidence["seed"] != b.evidence["seed"]
+    assert fake.calls == 2 + 2 + 1          # fresh: its own baseline runs; the shared runs stay
