@@ -1,12 +1,18 @@
 """Kernel benchmark: nvcc -O3 vs nvcc-plus (and vs nvcc's own extra flags) on a GPU.
 
-    python -m bench [--kernel NAME] [--budget SECONDS] [--out FILE]
+    python -m bench [--kernel NAME ...] [--budget SECONDS] [--out FILE] [--records FILE]
+                    [--specs FILE] [--merge EARLIER.json ...]
+
+A whole run at --budget 30 takes ~7 minutes on an H200; where one command may run at most
+10 minutes, run it in parts (--kernel ...) and merge them (--merge the earlier parts' files).
 
 For every kernel of bench/kernels/kernels.cu with its launch spec (specs.toml):
 
 * baseline: ``nvcc -O3 -arch=sm_90 -ptx``;
 * nvcc-plus: superopt's search on that PTX (every pass, GPU judge: differential check,
-  then interleaved event timing with L2 flushed); the kept candidate or the baseline;
+  then interleaved event timing with L2 flushed); the kept candidate or the baseline; the
+  speedup reported is a fresh timing of the kept code after the search (the search's own
+  figures, which chose it, are biased upwards and are recorded beside it);
 * flags: ``nvcc -O3 -arch=sm_90 -Xptxas -O3 --extra-device-vectorization -ptx``, checked
   and timed against the baseline the same way, to show what flags alone give.
 
