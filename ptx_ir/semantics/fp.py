@@ -61,7 +61,13 @@ DEFAULT_NAN_F64 = np.uint64(0xFFF8000000000000)
 
 def nan_prop64(r, *ops):
     """f64 NaN results as a GPU makes them: the first NaN operand, quieted (payload and
-    sign kept); a NaN created from non-NaN operands is 0xFFF8000000000000."""
+    sign kept); a NaN created from non-NaN operands is 0xFFF8000000000000.
+
+    With two NaN operands "first" is a convention, not what the PTX determines: an H200
+    DADD/DMUL returns the NaN of its second SASS source, and ptxas orders the sources of a
+    commutative op itself (it compiles add a,b and add b,a to one DADD). The convention
+    matches the golden f64_ops case (ptxas swapped the sources there) and not the corpus
+    case math_library conversions (ptxas kept them); see test_corpus_golden.py."""
     r = np.asarray(r, f64)
     nan = np.isnan(r)
     if not nan.any():

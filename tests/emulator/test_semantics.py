@@ -167,6 +167,8 @@ def test_nan_results_are_the_gpus():
     assert bits32(fo.fabs(f32b(0xFFC00000))) == 0x7FFFFFFF
     snan = f64b(0x7FF4000000012345)
     assert bits64(fp.f64_add(f64(1), snan)) == 0x7FFC000000012345     # first NaN, quieted
+    # two NaNs: the first PTX operand's, as recorded for f64_ops, where ptxas had swapped the
+    # sources (the H200's DADD returns its second SASS source's NaN; see nan_prop64)
     assert bits64(fp.f64_add(f64b(0xFFF8000000001234), snan)) == 0xFFF8000000001234
     assert bits64(fp.f64_div(f64(0), f64(0))) == 0xFFF8000000000000   # created NaN
     assert bits64(fp.f64_fma(f64(1), snan, f64b(0x7FF8000000000000))) == 0x7FF8000000000000
