@@ -11,11 +11,13 @@ spaces that may alias, and everything against barriers/fences/calls within a blo
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from ptx_ir import isa
 from ptx_ir.nodes import Instruction
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 ENTRY = "entry"
 
@@ -36,6 +38,7 @@ class DefUse:
 
 
 def build_dataflow(fn) -> DefUse:
+    import networkx as nx   # here, not at import: passes that only need ENTRY stay light
     blocks = fn.blocks
     graph_cfg = fn.cfg
     # Number every definition.

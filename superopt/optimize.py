@@ -38,6 +38,15 @@ def options_from_config(config: dict | None) -> SearchOptions:
     opts.policy = str(cfg.get("policy", env.get("NVCC_PLUS_POLICY", opts.policy)))
     opts.backend = str(cfg.get("backend", env.get("NVCC_PLUS_BACKEND", opts.backend)))
     opts.no_gpu = str(cfg.get("no_gpu", env.get("NVCC_PLUS_NO_GPU", opts.no_gpu)))
+    sanitize = cfg.get("sanitize", env.get("NVCC_PLUS_SANITIZE"))
+    if sanitize is not None:
+        items = sanitize if isinstance(sanitize, list) else str(sanitize).split(",")
+        tools = tuple(t.strip() for t in items if t.strip() and t.strip() != "off")
+        unknown = [t for t in tools if t not in ("memcheck", "racecheck", "initcheck", "synccheck")]
+        if unknown:
+            raise ValueError(f"NVCC_PLUS_SANITIZE: unknown compute-sanitizer tool(s) {unknown} "
+                             f"(memcheck, racecheck, initcheck, synccheck, or off)")
+        opts.sanitize = tools
     passes = cfg.get("passes", env.get("NVCC_PLUS_PASSES"))
     if passes:
         opts.passes = passes if isinstance(passes, list) else [p.strip() for p in str(passes).split(",") if p.strip()]

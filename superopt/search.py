@@ -42,6 +42,8 @@ class SearchOptions:
     extra_params: dict = field(default_factory=dict)   # pass -> params forced (e.g. block size)
     check_sets: int = 4
     timing_reps: int = 60
+    # compute-sanitizer tools run on the candidate to keep (GPU only; empty: none)
+    sanitize: tuple = ("memcheck", "racecheck")
 
 
 @dataclass
@@ -56,7 +58,6 @@ class Judge:
 
     def __init__(self, backend: str = "auto", policy: str = "exact", check_sets: int = 4,
                  timing_reps: int = 60):
-        from superopt.backends.base import backend_names  # noqa: F401 (registers backends)
         self.policy = policy
         self.check_sets = check_sets
         self.timing_reps = timing_reps
@@ -108,6 +109,13 @@ class Judge:
         if verdict.status == "rejected":
             self._baseline_runs.pop(key, None)
         return verdict
+
+    def sanitize(self, base_ptx: str, cand_ptx: str, spec, tools):
+        """compute-sanitizer on baseline and candidate (see superopt.sanitize); GPU only."""
+        from superopt.sanitize import SanitizerResult, sanitize_pair
+        if self.backend != "gpu":
+            return SanitizerResult("unavailable", "compute-sanitizer needs the GPU backend")
+        return sanitize_pair(base_ptx, cand_ptx, spec, tools=tuple(tools))
 
     def time(self, base_ptx: str, cand_ptx: str, spec, *, fresh: bool = True):
         """Timing holds the GPU's lock: concurrent compilations (make -j) never time at once.
@@ -348,6 +356,20 @@ def _fresh_check(judge: Judge, baseline_ptx: str, cand: Candidate, specs, entry:
     return True
 
 
+def _sanitized(judge, options: SearchOptions, baseline_ptx: str, cand: Candidate, spec, entry: dict) -> bool:
+    """compute-sanitizer on the candidate to keep, where the judge can run it. False only if
+    the candidate has sanitizer errors that nvcc's code does not have."""
+    run = getattr(judge, "sanitize", None)
+    if not options.sanitize or run is None:
+        return True
+    res = run(baseline_ptx, cand.ptx, spec, options.sanitize)
+    entry["sanitizer"] = res.to_dict()
+    if res.rejected:
+        entry.update(fate="rejected-check", reason=res.reason)
+        return False
+    return True
+
+
 # How many of the fastest candidates get a confirmation timing before the baseline is kept.
 CONFIRM_TRIES = 3
 
@@ -371,13 +393,16 @@ def _choose(entries, by_id, judge: Judge, options: SearchOptions, kernel: str, r
             # keep is timed once more, independently, and kept only if it is faster again.
             again = judge.time(baseline_ptx, by_id[e["id"]].ptx, specs[0], fresh=True)
             e["confirmation"] = again.to_dict()
-            if again.status == "ok" and again.faster:
-                best = e
-                # what is reported is the independent measurement, not the selected one
-                e["search_speedup"], e["speedup"] = e["speedup"], again.speedup
-                break
-            e.update(fate="not-confirmed", reason=f"faster in the search ({e['speedup']:.3f}x) but not when "
-                                                  f"timed again: {again.reason}")
+            if not (again.status == "ok" and again.faster):
+                e.update(fate="not-confirmed", reason=f"faster in the search ({e['speedup']:.3f}x) but not "
+                                                      f"when timed again: {again.reason}")
+                continue
+            if not _sanitized(judge, options, baseline_ptx, by_id[e["id"]], specs[0], e):
+                continue
+            best = e
+            # what is reported is the independent measurement, not the selected one
+            e["search_speedup"], e["speedup"] = e["speedup"], again.speedup
+            break
         if best is None:
             record.update(status="kept-baseline",
                           reason=f"no verified candidate was faster beyond noise when timed again "

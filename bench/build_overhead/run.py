@@ -103,7 +103,10 @@ def main(argv: list[str] | None = None) -> int:
         tmp = Path(tmpd)
         project = generate(tmp / "project", args.files)
         plus = nvcc_plus_exe(tmp)
-        base = {k: v for k, v in os.environ.items() if not k.startswith("NVCC_PLUS_")}
+        # PYTHONDONTWRITEBYTECODE (set on some CI images) would make every nvcc-plus start
+        # recompile its modules: a user's installed package has its bytecode cached.
+        base = {k: v for k, v in os.environ.items()
+                if not k.startswith("NVCC_PLUS_") and k != "PYTHONDONTWRITEBYTECODE"}
         base["NVCCFLAGS"] = args.flags
         configs = {
             "plain": (args.nvcc, base),
@@ -131,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         "benchmark": "build_overhead",
         "date": dt.datetime.now().isoformat(timespec="seconds"),
         "machine": machine(), **git_commit(),
+        "python_bytecode_cache": True,
         "nvcc": next((ln for ln in subprocess.run([args.nvcc, "--version"], capture_output=True,
                                                    text=True).stdout.splitlines() if "release" in ln), None),
         "project": {"files": args.files, "flags": args.flags, "jobs": args.jobs},

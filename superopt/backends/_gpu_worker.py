@@ -257,10 +257,12 @@ class Worker:
                 base = int(d)
                 fr = np.frombuffer(front, np.uint8)
                 bk = np.frombuffer(back, np.uint8)
-                self._chk(cu.cuMemcpyHtoD(cu.CUdeviceptr(base), fr.ctypes.data, g), "cuMemcpyHtoD")
+                if g:
+                    self._chk(cu.cuMemcpyHtoD(cu.CUdeviceptr(base), fr.ctypes.data, g), "cuMemcpyHtoD")
                 if n:
                     self._chk(cu.cuMemcpyHtoD(cu.CUdeviceptr(base + g), data.ctypes.data, n), "cuMemcpyHtoD")
-                self._chk(cu.cuMemcpyHtoD(cu.CUdeviceptr(base + g + n), bk.ctypes.data, g), "cuMemcpyHtoD")
+                if g:
+                    self._chk(cu.cuMemcpyHtoD(cu.CUdeviceptr(base + g + n), bk.ctypes.data, g), "cuMemcpyHtoD")
                 args.append(np.array([base + g], np.uint64))
         except BaseException:
             self._free(allocs)

@@ -356,3 +356,39 @@ def test_judge_fresh_verify_draws_new_inputs():
     assert a.status == b.status == c.status == "accepted"
     assert a.evidence["seed"] == c.evidence["seed"] != b.evidence["seed"]
     assert fake.calls == 2 + 2 + 1          # fresh: its own baseline runs; the shared runs stay
+
+
+def test_a_candidate_the_sanitizer_flags_is_not_kept():
+    from superopt.sanitize import SanitizerResult
+
+    class SanitizingJudge(ComboJudge):
+        def sanitize(self, base, cand, spec, tools):
+            assert tuple(tools) == ("memcheck", "racecheck")
+            if "ld.global.nc" in cand:
+                return SanitizerResult("rejected", "compute-sanitizer memcheck: 1 error(s) in the candidate, 0 in "
+                                                   "nvcc's code: Invalid __global__ read of size 16 bytes")
+            return SanitizerResult("clean", "no compute-sanitizer error beyond nvcc's code's")
+    opts = SearchOptions(passes=["test-commute", "test-cs-stores"], budget_s=60)
+    result = search_kernel(module(), KERNEL, {"x": 1}, target="sm_90", options=opts,
+                           judge=SanitizingJudge(both=1.0))
+    by_id = {c["id"]: c for c in result.record["candidates"]}
+    assert by_id["test-commute"]["fate"] == "rejected-check"
+    assert by_id["test-commute"]["reason"].startswith("compute-sanitizer memcheck")
+    assert by_id["test-commute"]["sanitizer"]["status"] == "rejected"
+    assert by_id["test-cs-stores"]["fate"] == "winner" and by_id["test-cs-stores"]["sanitizer"]["status"] == "clean"
+    # switched off: not asked
+    off = search_kernel(module(), KERNEL, {"x": 1}, target="sm_90",
+                        options=SearchOptions(passes=["test-commute"], budget_s=60, sanitize=()),
+                        judge=SanitizingJudge(both=1.0))
+    assert off.record["winner"] == "test-commute" and "sanitizer" not in off.record["candidates"][0]
+
+
+def test_sanitize_setting(monkeypatch):
+    from superopt.optimize import options_from_config
+    assert options_from_config({}).sanitize == ("memcheck", "racecheck")
+    monkeypatch.setenv("NVCC_PLUS_SANITIZE", "off")
+    assert options_from_config({}).sanitize == ()
+    assert options_from_config({"sanitize": ["memcheck"]}).sanitize == ("memcheck",)
+    monkeypatch.setenv("NVCC_PLUS_SANITIZE", "memchek")
+    with pytest.raises(ValueError, match="unknown compute-sanitizer tool"):
+        options_from_config({})

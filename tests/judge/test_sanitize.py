@@ -1,0 +1,103 @@
+"""superopt.sanitize on the CPU: log parsing, and the decision with a stand-in sanitizer."""
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from superopt.launch_spec import load_spec
+from superopt.sanitize import parse_log, sanitize_pair
+from tests.judge.judge_fake_backend import fake_ptx
+
+HERE = Path(__file__).parent
+SPEC = load_spec(str(HERE / "kernels" / "judge.toml"))
+SPEC = replace(SPEC, params=[replace(p, value=3000) if p.name == "n" else p for p in SPEC.params])
+BASE = fake_ptx("baseline")
+
+
+@pytest.fixture
+def fake_sanitizer(tmp_path, monkeypatch):
+    """A 'compute-sanitizer' executable that runs tests/judge/fake_sanitizer.py."""
+    exe = tmp_path / "compute-sanitizer"
+    root = HERE.parent.parent
+    exe.write_text(f"#!/bin/sh\nPYTHONPATH={root} exec {sys.executable} {HERE / 'fake_sanitizer.py'} \"$@\"\n")
+    exe.chmod(0o755)
+    return str(exe)
+
+
+def test_parse_real_summaries():
+    mem = ("========= COMPUTE-SANITIZER\n========= Invalid __global__ read of size 16 bytes\n"
+           "=========     at vadd+0x1b0\n========= ERROR SUMMARY: 1 error\n")
+    assert (parse_log(mem, "memcheck").errors, parse_log(mem, "memcheck").status) == (1, "ok")
+    assert parse_log(mem, "memcheck").detail.startswith("Invalid __global__ read of size 16")
+    race = ("========= Error: Race reported between Write access at k+0x40\n"
+            "========= RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)\n")
+    assert parse_log(race, "racecheck").errors == 1
+    assert parse_log("========= ERROR SUMMARY: 0 errors\n", "memcheck").errors == 0
+    nothing = parse_log("========= Error: Device not supported\n", "memcheck")
+    assert nothing.status == "not-run" and "Device not supported" in nothing.detail
+
+
+def test_clean_candidate(fake_sanitizer):
+    r = sanitize_pair(BASE, fake_ptx("nan_payload"), SPEC, sanitizer=fake_sanitizer, timeout=30)
+    assert r.status == "clean", r.reason
+    assert set(r.runs) == {"memcheck", "racecheck"}
+    assert all(run["candidate"].errors == 0 for run in r.runs.values())
+
+
+@pytest.mark.parametrize("tool", ["memcheck", "racecheck"])
+def test_candidate_with_errors_the_baseline_lacks_is_rejected(fake_sanitizer, tool):
+    r = sanitize_pair(BASE, fake_ptx("baseline") + f"\n// plant: {tool}\n", SPEC, sanitizer=fake_sanitizer,
+                      timeout=30)
+    assert r.rejected and r.reason.startswith(f"compute-sanitizer {tool}: 1 error(s) in the candidate, 0 in nvcc's")
+    assert r.to_dict()["runs"][tool]["candidate"]["errors"] == 1
+
+
+def test_errors_nvcc_code_has_too_are_not_the_candidates(fake_sanitizer):
+    racy = fake_ptx("baseline") + "\n// plant: racecheck\n"
+    r = sanitize_pair(racy, racy + "// rewritten\n", SPEC, sanitizer=fake_sanitizer, timeout=30)
+    assert r.status == "clean" and "racecheck: nvcc's code has 1" in r.reason
+
+
+def test_sanitizer_that_cannot_attach_rejects_nothing(fake_sanitizer, monkeypatch):
+    monkeypatch.setenv("FAKE_SANITIZER_FAIL", "1")
+    r = sanitize_pair(BASE, fake_ptx("baseline") + "\n// plant: memcheck\n", SPEC, sanitizer=fake_sanitizer,
+                      timeout=30)
+    assert r.status == "unavailable" and not r.rejected
+
+
+def test_no_sanitizer_installed(monkeypatch):
+    import superopt.sanitize as san
+    monkeypatch.setattr(san, "find_sanitizer", lambda: None)
+    r = sanitize_pair(BASE, BASE, SPEC)
+    assert r.status == "unavailable" and "not installed" in r.reason
+
+
+# ---------------------------------------------------------------- on a GPU, with the real tool
+
+def _planted():
+    import re
+    base = (HERE / "kernels" / "ptx" / "baseline.ptx").read_text()
+    # an extra volatile read of y[i + 1]: the last thread reads 4 bytes past the end of y;
+    # the result is unchanged, so only memcheck can see it
+    oob, k = re.subn(r"(ld\.global\.nc\.f32\s+%f7, \[%rd9\];)", r"\1\n\tld.volatile.global.f32 \t%f5, [%rd9+4];", base)
+    # no barrier between the shared-memory writes and the mirrored reads: a race
+    race, k2 = re.subn(r"\n\s*bar\.sync\s+0;", "", base)
+    assert k == 1 and k2 == 1
+    return base, oob, race
+
+
+@pytest.mark.gpu
+def test_real_sanitizer_finds_a_planted_overrun_and_race():
+    from superopt.sanitize import find_sanitizer
+    if find_sanitizer() is None:
+        pytest.skip("compute-sanitizer is not installed")
+    base, oob, race = _planted()
+    clean = sanitize_pair(base, base, SPEC)
+    if clean.status == "unavailable":
+        pytest.skip(f"compute-sanitizer cannot run here: {clean.reason}")
+    assert clean.status == "clean", clean.reason
+    r = sanitize_pair(base, oob, SPEC, tools=("memcheck",))
+    assert r.rejected and "memcheck" in r.reason, r.to_dict()
+    r = sanitize_pair(base, race, SPEC, tools=("racecheck",))
+    assert r.rejected and "racecheck" in r.reason, r.to_dict()
