@@ -32,6 +32,11 @@ TOOLS = ("memcheck", "racecheck")
 _ERRORS = re.compile(r"ERROR SUMMARY:\s*(\d+)\s+error")
 _HAZARDS = re.compile(r"RACECHECK SUMMARY:\s*\d+\s+hazards?\s+displayed\s*\((\d+)\s+errors?")
 _FIRST = re.compile(r"^=+\s+(?:Invalid|Error|Race|.*hazard|.*Out of bounds).*$", re.M | re.I)
+# A report's top-level lines ("========= Invalid __global__ read ...", "========= Program hit
+# ..."); details below them are indented. Used when the log has no summary: a kernel that
+# faults under memcheck ends its worker before the tool writes one.
+_RECORD = re.compile(r"^=+ (?!COMPUTE-SANITIZER|ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY|Target application)"
+                     r"(?:Invalid|Error|Race|Program hit|Misaligned|Out of bounds|.*hazard)", re.M | re.I)
 
 
 def find_sanitizer() -> str | None:
@@ -79,6 +84,10 @@ def parse_log(text: str, tool: str) -> ToolRun:
         if h:
             m = h
     if not m:
+        records = _RECORD.findall(text)
+        if records:
+            first = _FIRST.search(text)
+            return ToolRun("ok", len(records), (first.group(0) if first else records[0]).strip("= ").strip()[:300])
         return ToolRun("not-run", 0, "no summary in the compute-sanitizer log" +
                        (f": {text.strip().splitlines()[-1][:200]}" if text.strip() else " (empty)"))
     n = int(m.group(1))
@@ -103,8 +112,10 @@ def run_under(tool: str, ptx: str, spec, inputs, *, sanitizer: str, timeout: flo
         with open(log, errors="replace") as f:
             text = f.read()
         run = parse_log(text, tool)
-        if res.status not in ("ok",) and run.status == "ok" and run.errors == 0:
-            return ToolRun("not-run", 0, f"the launch under {tool} did not complete: {res.status} {res.error or ''}".strip())
+        if res.status != "ok" and run.errors == 0:
+            # no report, yet the launch failed: that says nothing about memory or races
+            return ToolRun("not-run", 0, f"the launch under {tool} did not complete: {res.status} "
+                                         f"{res.error or ''}; log: {text.strip()[-200:]}".strip())
         return run
     finally:
         be.close()
