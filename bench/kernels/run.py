@@ -1,7 +1,7 @@
 """Kernel benchmark: nvcc -O3 vs nvcc-plus (and vs nvcc's own extra flags) on a GPU.
 
     python -m bench [--kernel NAME ...] [--budget SECONDS] [--out FILE] [--records FILE]
-                    [--specs FILE] [--merge EARLIER.json ...]
+                    [--specs FILE] [--sizes FILE] [--merge EARLIER.json ...]
 
 A whole run at --budget 30 takes ~7 minutes on an H200; where one command may run at most
 10 minutes, run it in parts (--kernel ...) and merge them (--merge the earlier parts' files).
@@ -30,11 +30,12 @@ import os
 import subprocess
 import sys
 import tempfile
+import tomllib
 from dataclasses import replace
 from pathlib import Path
 
 import ptx_ir
-from superopt.launch_spec import load_specs
+from superopt.launch_spec import Scalar, load_specs
 from superopt.search import Judge, SearchOptions, search_kernel
 
 HERE = Path(__file__).resolve().parent
@@ -88,6 +89,26 @@ def roofline(name: str, spec, median_s: float, timing: dict) -> dict:
             "ceiling": f"measured device copy {peak / 1e12:.2f} TB/s", "bytes_per_launch": moved}
 
 
+def _shown(path: Path) -> str:
+    p = path.resolve()
+    return str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(path)
+
+
+def with_sizes(specs: dict, sizes: dict) -> dict:
+    """The specs with the scalars named in ``sizes`` ({kernel: {scalar: value}}) replaced."""
+    out = dict(specs)
+    for kernel, values in sizes.items():
+        if kernel not in specs:
+            raise SystemExit(f"--sizes: no kernel {kernel!r} in the specs")
+        names = {p.name for p in specs[kernel].params if isinstance(p, Scalar)}
+        unknown = set(values) - names
+        if unknown:
+            raise SystemExit(f"--sizes: {kernel} has no scalar {sorted(unknown)}")
+        out[kernel] = replace(specs[kernel], params=[replace(p, value=values[p.name]) if p.name in values else p
+                                                     for p in specs[kernel].params])
+    return out
+
+
 def _candidate_ptx(module, kernel: str, entry: dict) -> str:
     from superopt.candidates import Step, make_candidate
     cand = make_candidate(module, kernel, [Step.from_dict(st) for st in entry["plan"]])
@@ -111,6 +132,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", type=Path, help="result file (default bench/results/<date>-<gpu>.json)")
     ap.add_argument("--records", type=Path, help="also write the superopt records here")
     ap.add_argument("--specs", type=Path, default=HERE / "specs.toml", help="launch specs (default: specs.toml here)")
+    ap.add_argument("--sizes", type=Path, help="TOML of [kernel] tables whose scalars override the specs' values "
+                                               "(sizes_small.toml: the earlier, smaller sizes)")
     ap.add_argument("--merge", type=Path, nargs="*", default=[],
                     help="earlier result files (other kernels of the same run) to merge into this one")
     args = ap.parse_args(argv)
@@ -120,6 +143,8 @@ def main(argv: list[str] | None = None) -> None:
     if not ok:
         sys.exit(f"python -m bench needs a GPU ({why}); there is no measured speed without one")
     specs = load_specs(str(args.specs))
+    if args.sizes:
+        specs = with_sizes(specs, tomllib.loads(args.sizes.read_text()))
     baseline_ptx = compile_ptx([])
     flags_ptx = compile_ptx(["-Xptxas", "-O3", "--extra-device-vectorization"])
     module = ptx_ir.parse(baseline_ptx)
@@ -211,7 +236,8 @@ def main(argv: list[str] | None = None) -> None:
         "geomean_speedup": geo,
         "geomean_speedup_flags_only": math.exp(sum(map(math.log, flag_speeds)) / len(flag_speeds)) if flag_speeds else None,
         "budget_s": args.budget,
-        "specs": str(args.specs.resolve().relative_to(ROOT)) if args.specs.resolve().is_relative_to(ROOT) else str(args.specs),
+        "specs": _shown(args.specs),
+        "sizes_overridden_by": _shown(args.sizes) if args.sizes else None,
         "parts": parts,
         "speedup_is": "a fresh timing of the kept code after the search, independent of the search's "
                       "measurement that picked the winner (search_speedup, biased upwards) and of the "
