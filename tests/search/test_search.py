@@ -212,19 +212,24 @@ def test_make_candidate_returns_none_when_a_step_does_not_fire():
     assert make_candidate(module(), KERNEL, [Step("test-nofire", {"k": 1})]) is None
 
 
-def test_judge_reuses_baseline_runs_until_a_rejection():
-    """Judge.verify runs the baseline once per (baseline, spec) and again after a rejection."""
+def _fake_judge(name: str):
+    """A real Judge over the CPU fake backend of tests/judge, with the judge kernel's spec."""
     from dataclasses import replace
-    from pathlib import Path
     from superopt.backends.base import register_backend
     from superopt.launch_spec import load_spec
     from superopt.search import Judge
-    from tests.judge.judge_fake_backend import FakeBackend, fake_ptx
+    from tests.judge.judge_fake_backend import FakeBackend
     fake = FakeBackend()
-    register_backend("fake-judge-reuse", lambda: fake)
+    register_backend(name, lambda: fake)
     spec = load_spec(str(Path(__file__).parents[1] / "judge" / "kernels" / "judge.toml"))
     spec = replace(spec, params=[replace(p, value=3000) if p.name == "n" else p for p in spec.params])
-    judge = Judge("fake-judge-reuse")
+    return Judge(name), fake, spec
+
+
+def test_judge_reuses_baseline_runs_until_a_rejection():
+    """Judge.verify runs the baseline once per (baseline, spec) and again after a rejection."""
+    from tests.judge.judge_fake_backend import fake_ptx
+    judge, fake, spec = _fake_judge("fake-judge-reuse")
     base = fake_ptx("baseline")
     seeds = []
     for variant, status in [("nan_payload", "accepted"), ("baseline", "accepted"), ("fma", "rejected"),
@@ -339,16 +344,8 @@ def test_the_kept_candidate_is_checked_again_on_fresh_inputs():
 
 
 def test_judge_fresh_verify_draws_new_inputs():
-    from dataclasses import replace
-    from superopt.backends.base import register_backend
-    from superopt.launch_spec import load_spec
-    from superopt.search import Judge
-    from tests.judge.judge_fake_backend import FakeBackend, fake_ptx
-    fake = FakeBackend()
-    register_backend("fake-judge-fresh", lambda: fake)
-    spec = load_spec(str(Path(__file__).parents[1] / "judge" / "kernels" / "judge.toml"))
-    spec = replace(spec, params=[replace(p, value=3000) if p.name == "n" else p for p in spec.params])
-    judge = Judge("fake-judge-fresh")
+    from tests.judge.judge_fake_backend import fake_ptx
+    judge, fake, spec = _fake_judge("fake-judge-fresh")
     base = fake_ptx("baseline")
     a = judge.verify(base, fake_ptx("nan_payload"), spec)
     b = judge.verify(base, fake_ptx("nan_payload"), spec, fresh=True)
