@@ -6,7 +6,10 @@ buffer. What it does, and why:
 * **Fresh inputs, several distributions.** The master seed comes from ``os.urandom``
   unless given; set *i* uses its own generator. ``auto`` buffers rotate through
   distributions (floats: normal, specials with NaN/±Inf/denormals/-0, uniform, large, ...;
-  ints: small, full range, near the bounds).
+  ints: small, full range, near the bounds). :func:`run_baseline` and ``check(baseline=)``
+  split the work so that a search can reuse the baseline's runs on one family of inputs
+  for several candidates (``superopt.search.Judge`` does, until a rejection, and checks the
+  candidate it keeps once more on inputs of its own).
 * **Sizes that are not multiples of the block.** Scalars that buffer lengths (or the
   grid) depend on get other values in later sets (smaller, not multiples of block.x),
   unless the spec says ``vary_sizes = false`` or lists explicit ``values``.
