@@ -36,6 +36,7 @@ misbehaves, ...), the three kept distinct (exit codes 0, 1, 2 of ``superopt veri
 """
 from __future__ import annotations
 
+import copy
 import math
 import re
 import time
@@ -342,7 +343,6 @@ class BaselineRuns:
     baseline_ptx: str
     spec: LaunchSpec
     kernel: str
-    signature: list
     policy: Policy
     seed: int
     sets: list                         # InputSet per set (index i)
@@ -469,7 +469,7 @@ def run_baseline(baseline_ptx: str, spec: LaunchSpec, *, backend: Union[str, Bac
     phases["baseline_compare"] = round(time.monotonic() - t_phase, 4)
     ev["baseline_seconds"] = [r.elapsed for r in bres if r.elapsed is not None]
     ev["baseline_wall_seconds"] = round(time.monotonic() - t_start, 4)
-    return BaselineRuns(baseline_ptx=baseline_ptx, spec=spec, kernel=kname, signature=sig_b, policy=policy,
+    return BaselineRuns(baseline_ptx=baseline_ptx, spec=spec, kernel=kname, policy=policy,
                         seed=seed, sets=base_sets, results=bres, valid=valid, unwritten=unwritten,
                         writes_input=base_writes_input, slowest=slowest, evidence=ev)
 
@@ -524,7 +524,6 @@ def _signature_verdict(baseline_ptx, candidate_ptx, kname, policy, ev) -> Verdic
 def _judge_candidate(bl: BaselineRuns, candidate_ptx: str, be: Backend, launch_timeout, min_timeout,
                      t_start: float, reused: bool) -> Verdict:
     """The candidate half of :func:`check`, against prepared baseline runs."""
-    import copy
     policy, spec = bl.policy, bl.spec
     ev = copy.deepcopy(bl.evidence)
     bl.uses += 1
