@@ -102,9 +102,9 @@ class Judge:
         runs = self._baseline_runs.get(key)
         if runs is None:
             runs = run_baseline(base_ptx, spec, backend=self.backend, policy=self.policy, sets=self.check_sets)
-            if not isinstance(runs, BaselineRuns):
-                return runs                     # could not judge: no candidate can be judged
             self._baseline_runs = {key: runs}   # one kernel at a time: bounded memory
+        if not isinstance(runs, BaselineRuns):
+            return runs          # could not judge the baseline (e.g. not deterministic): not again per candidate
         verdict = check(base_ptx, cand_ptx, spec, backend=self.backend, baseline=runs)
         if verdict.status == "rejected":
             self._baseline_runs.pop(key, None)

@@ -389,3 +389,13 @@ def test_sanitize_setting(monkeypatch):
     monkeypatch.setenv("NVCC_PLUS_SANITIZE", "memchek")
     with pytest.raises(ValueError, match="unknown compute-sanitizer tool"):
         options_from_config({})
+
+
+def test_a_baseline_that_cannot_be_judged_is_run_once_per_search():
+    from tests.judge.judge_fake_backend import fake_ptx
+    judge, fake, spec = _fake_judge("fake-judge-noisy")
+    noisy = fake_ptx("noisy")
+    for _ in range(3):
+        v = judge.verify(noisy, noisy + "// candidate\n", spec)
+        assert v.status == "could_not_judge" and "not deterministic" in v.reason
+    assert fake.calls == 1
