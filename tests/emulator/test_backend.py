@@ -3,9 +3,6 @@ as the GPU judge tests (tests/judge/kernels), checked on the CPU; and the memory
 batched atomics against one-lane-at-a-time application."""
 from __future__ import annotations
 
-from dataclasses import replace
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -13,18 +10,11 @@ from superopt.backends.base import get_backend
 from superopt.check import ACCEPTED, COULD_NOT_JUDGE, REJECTED, check
 from superopt.emulator import memory as M
 from superopt.inputs import make_input_set
-from superopt.launch_spec import load_spec
+from tests.judge.planted import CHEATS, EQUIVALENT, KERNELS, judge_spec, ptx
 
-KP = Path(__file__).resolve().parents[1] / "judge" / "kernels"
-SPEC = load_spec(str(KP / "judge.toml"))
-SPEC = replace(SPEC, params=[replace(p, value=10007) if p.name == "n" else p for p in SPEC.params])
+SPEC = judge_spec(10007)
 
-
-def ptx(name: str) -> str:
-    return (KP / "ptx" / f"{name}.ptx").read_text()
-
-
-pytestmark = pytest.mark.skipif(not (KP / "ptx" / "baseline.ptx").exists(), reason="judge kernels missing")
+pytestmark = pytest.mark.skipif(not (KERNELS / "ptx" / "baseline.ptx").exists(), reason="judge kernels missing")
 
 
 def test_registered_and_available():
@@ -50,26 +40,11 @@ def test_run_reports_buffers_guards_and_inputs():
     assert np.array_equal(r.outputs["out"].view(np.uint32)[ok], want.view(np.uint32)[ok])
 
 
-@pytest.mark.parametrize("name", ["baseline", "eq_reorder", "eq_commute", "eq_cuda"])
+@pytest.mark.parametrize("name", EQUIVALENT)
 def test_equivalent_rewrites_accepted(name):
     v = check(ptx("baseline"), ptx(name), SPEC, backend="emulator")
     assert v.status == ACCEPTED, v.summary()
     assert v.evidence["backend"]["backend"] == "emulator"
-
-
-CHEATS = {
-    "noop": "not written",
-    "block0": "not written",
-    "off_by_one": "outside buffer 'out'",
-    "ignore_input": "differs",
-    "hang": "timed out",
-    "fma": "differs",
-    "last_lane": "differs",
-    "uninit_shared": "differs",
-    "cache": "not written",
-    "writes_input": "writes its input buffer 'x'",
-    "crash": "crashed",
-}
 
 
 @pytest.mark.parametrize("name", list(CHEATS))

@@ -2,29 +2,18 @@
 
 Kernels: tests/judge/kernels/judge.cu (variants, PTX committed under kernels/ptx/, rebuilt
 by kernels/build_ptx.py). Spec: kernels/judge.toml (n = 100000, not a multiple of 256)."""
-from dataclasses import replace
-from pathlib import Path
-
 import pytest
 
 from superopt.backends.gpu import GpuBackend
 from superopt.check import ACCEPTED, COULD_NOT_JUDGE, REJECTED, check
 from superopt.launch_spec import load_spec
 from superopt.timing import time_pair
+from tests.judge.planted import CHEATS, EQUIVALENT, KERNELS, judge_spec, ptx, with_n
 
 pytestmark = pytest.mark.gpu
 
-HERE = Path(__file__).parent
-KP = HERE / "kernels" / "ptx"
-SPEC = load_spec(str(HERE / "kernels" / "judge.toml"))
-
-
-def ptx(name: str) -> str:
-    return (KP / f"{name}.ptx").read_text()
-
-
-def with_n(spec, n):
-    return replace(spec, params=[replace(p, value=n) if p.name == "n" else p for p in spec.params])
+SPEC = judge_spec()
+KP = KERNELS / "ptx"
 
 
 @pytest.fixture(scope="module")
@@ -61,26 +50,11 @@ def test_run_roundtrip(gpu):
     assert r.elapsed is not None and r.elapsed > 0
 
 
-@pytest.mark.parametrize("name", ["baseline", "eq_reorder", "eq_commute", "eq_cuda"])
+@pytest.mark.parametrize("name", EQUIVALENT)
 def test_equivalent_rewrites_accepted(gpu, name):
     v = check(ptx("baseline"), ptx(name), SPEC, backend=gpu)
     assert v.status == ACCEPTED, v.summary()
     assert v.evidence["backend"]["backend"] == "gpu"
-
-
-CHEATS = {
-    "noop": "not written",
-    "block0": "not written",
-    "off_by_one": "outside buffer 'out'",
-    "ignore_input": "differs",
-    "hang": "timed out",
-    "fma": "differs",
-    "last_lane": "differs",
-    "uninit_shared": "differs",
-    "cache": "not written",
-    "writes_input": "writes its input buffer 'x'",
-    "crash": "crashed",
-}
 
 
 @pytest.mark.parametrize("name", list(CHEATS))
@@ -104,7 +78,7 @@ def test_uninitialised_shared_read_makes_baseline_unjudgeable(gpu):
 
 
 def test_atomic_float_sum(gpu):
-    spec = load_spec(str(HERE / "kernels" / "atomic_sum.toml"))
+    spec = load_spec(str(KERNELS / "atomic_sum.toml"))
     v = check(ptx("atomic_sum"), ptx("atomic_sum"), spec, backend=gpu)
     assert v.status in (COULD_NOT_JUDGE, ACCEPTED), v.summary()
     v = check(ptx("atomic_sum"), ptx("atomic_sum"), spec, backend=gpu, policy="rel:1e-3")
@@ -115,7 +89,7 @@ def test_atomic_float_sum(gpu):
 def test_verify_command_on_gpu(tmp_path):
     from click.testing import CliRunner
     from superopt.cli import main
-    spec = str(HERE / "kernels" / "judge.toml")
+    spec = str(KERNELS / "judge.toml")
     r = CliRunner().invoke(main, ["verify", str(KP / "baseline.ptx"), str(KP / "eq_commute.ptx"),
                                   "--kernel", "judge_kernel", "--spec", spec])
     assert r.exit_code == 0, r.output

@@ -1,17 +1,15 @@
 """superopt.sanitize on the CPU: log parsing, and the decision with a stand-in sanitizer."""
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from superopt.launch_spec import load_spec
 from superopt.sanitize import parse_log, sanitize_pair
 from tests.judge.judge_fake_backend import fake_ptx
+from tests.judge.planted import judge_spec, ptx
 
 HERE = Path(__file__).parent
-SPEC = load_spec(str(HERE / "kernels" / "judge.toml"))
-SPEC = replace(SPEC, params=[replace(p, value=3000) if p.name == "n" else p for p in SPEC.params])
+SPEC = judge_spec(3000)
 BASE = fake_ptx("baseline")
 
 
@@ -83,7 +81,7 @@ def test_no_sanitizer_installed(monkeypatch):
 
 def _planted():
     import re
-    base = (HERE / "kernels" / "ptx" / "baseline.ptx").read_text()
+    base = ptx("baseline")
     # an extra volatile read of y[i + 1]: the last thread reads 4 bytes past the end of y;
     # the result is unchanged, so only memcheck can see it
     oob, k = re.subn(r"(ld\.global\.nc\.f32\s+%f7, \[%rd9\];)", r"\1\n\tld.volatile.global.f32 \t%f5, [%rd9+4];", base)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import ptx_ir
-from ptx_ir import Imm, Instruction
+from ptx_ir import Imm
 from superopt import passes
 from superopt.candidates import Step, make_candidate
 from superopt.optimize import optimize_module
@@ -214,16 +214,13 @@ def test_make_candidate_returns_none_when_a_step_does_not_fire():
 
 def _fake_judge(name: str):
     """A real Judge over the CPU fake backend of tests/judge, with the judge kernel's spec."""
-    from dataclasses import replace
     from superopt.backends.base import register_backend
-    from superopt.launch_spec import load_spec
     from superopt.search import Judge
     from tests.judge.judge_fake_backend import FakeBackend
+    from tests.judge.planted import judge_spec
     fake = FakeBackend()
     register_backend(name, lambda: fake)
-    spec = load_spec(str(Path(__file__).parents[1] / "judge" / "kernels" / "judge.toml"))
-    spec = replace(spec, params=[replace(p, value=3000) if p.name == "n" else p for p in spec.params])
-    return Judge(name), fake, spec
+    return Judge(name), fake, judge_spec(3000)
 
 
 def test_judge_reuses_baseline_runs_until_a_rejection():
