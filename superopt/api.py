@@ -68,7 +68,7 @@ def _save_records(records: dict, source: str | None) -> str | None:
     folder = os.environ.get("NVCC_PLUS_REPORT_DIR")
     if not folder or not records.get("kernels"):
         return None
-    from superopt.cache import atomic_write_text
+    from superopt.store.cache import atomic_write_text
     from superopt.candidates import text_hash
 
     stem = Path(source).name if source else "module"

@@ -197,7 +197,7 @@ def cache_group():
 
 @cache_group.command("info")
 def cache_info():
-    from superopt.cache import DecisionCache
+    from superopt.store.cache import DecisionCache
     cache = DecisionCache()
     entries = cache.entries()
     click.echo(f"{cache.root}: {len(entries)} decisions")
@@ -205,7 +205,7 @@ def cache_info():
 
 @cache_group.command("clear")
 def cache_clear():
-    from superopt.cache import DecisionCache
+    from superopt.store.cache import DecisionCache
     cache = DecisionCache()
     click.echo(f"removed {cache.clear()} decisions from {cache.root}")
 

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import ptx_ir
-from superopt import record as rec
-from superopt.cache import DecisionCache, decision_key
+from superopt.store import record as rec
+from superopt.store.cache import DecisionCache, decision_key
 from superopt.candidates import PlanDidNotApply, Step, apply_plan, text_hash
-from superopt.lockfile import Lockfile, find_lockfile
+from superopt.store.lockfile import Lockfile, find_lockfile
 from superopt.passes import registry
 from superopt.ptxas import ptxas_version
 from superopt.model.proposer import model_identity, search_with_model

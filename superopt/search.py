@@ -14,7 +14,7 @@ For one kernel:
    decisions from the lockfile or cache are applied; ``no_gpu="estimate"`` picks a verified
    candidate by a static estimate and labels the decision an estimate.
 
-Every candidate's fate is recorded (see :mod:`superopt.record`).
+Every candidate's fate is recorded (see :mod:`superopt.store.record`).
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ import traceback
 from dataclasses import dataclass, field
 
 import ptx_ir
-from superopt import record as rec
+from superopt.store import record as rec
 from superopt.candidates import Candidate, Step, make_candidate, text_hash
 from superopt.passes import param_grid, registry
 from superopt.ptxas import run_ptxas

@@ -39,7 +39,7 @@ def dataset_dir() -> Path:
     env = os.environ.get("NVCC_PLUS_DATASET_DIR")
     if env:
         return Path(env)
-    from superopt.cache import default_cache_dir
+    from superopt.store.cache import default_cache_dir
     return default_cache_dir() / "dataset"
 
 
@@ -154,7 +154,7 @@ def iter_json_files(paths: Iterable) -> Iterator[Path]:
 
 def save_example(kernel_record: dict, *, target: str | None = None, root: Path | None = None) -> list[Path]:
     """Write each measured win of ``kernel_record`` to the cache's dataset folder."""
-    from superopt.cache import atomic_write_text
+    from superopt.store.cache import atomic_write_text
     root = Path(root) if root else dataset_dir()
     written = []
     for row in rows_from_kernel_record(kernel_record, source="search", chat=False):

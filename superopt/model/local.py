@@ -49,7 +49,7 @@ def test_model_gguf() -> Path:
 
 
 def models_cache_dir() -> Path:
-    from superopt.cache import default_cache_dir
+    from superopt.store.cache import default_cache_dir
     return default_cache_dir() / "models"
 
 

@@ -1,6 +1,6 @@
 """``nvcc-plus.lock``: decisions a build without a GPU can apply deterministically.
 
-A lock entry maps a kernel's decision key (see :mod:`superopt.cache`, computed without the
+A lock entry maps a kernel's decision key (see :mod:`superopt.store.cache`, computed without the
 ptxas version so a lock travels between machines with the same nvcc) to the winning plan
 and the hash of the PTX it produced. Applying a locked plan re-runs the passes and checks
 the hash; a mismatch keeps the baseline and says so.
@@ -12,7 +12,7 @@ import json
 import os
 from pathlib import Path
 
-from superopt.cache import atomic_write_text
+from superopt.store.cache import atomic_write_text
 
 LOCK_NAME = "nvcc-plus.lock"
 LOCK_VERSION = 1

@@ -1,0 +1,1 @@
+"""What the search decided, kept: the decision cache, the lockfile, and per-kernel records."""
