@@ -17,7 +17,7 @@ def main() -> None:
     """superopt: optimize, verify and measure PTX kernels."""
 
 
-from superopt.verify_cli import verify_command  # noqa: E402
+from superopt.judge.verify_cli import verify_command  # noqa: E402
 
 main.add_command(verify_command, "verify")
 
@@ -135,7 +135,7 @@ def try_command(pass_file: Path, targets, backend, arch, json_out):
     from superopt.optimize import find_spec
     from superopt.passes import load_pass_file, param_grid
     from superopt.search import Judge, evaluate
-    from superopt.ptxas import run_ptxas
+    from superopt.judge.ptxas import run_ptxas
 
     console = _console()
     infos = load_pass_file(pass_file)

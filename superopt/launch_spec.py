@@ -18,7 +18,7 @@ Specs round-trip through plain dicts, JSON and TOML::
     type = "f32"
     length = "n"                       # expression over scalar params
     direction = "in"                   # in | out | inout
-    distribution = "auto"              # see superopt.inputs
+    distribution = "auto"              # see superopt.judge.inputs
 
     [[params]]
     name = "n"

@@ -15,7 +15,7 @@ from superopt.store.cache import DecisionCache, decision_key
 from superopt.candidates import PlanDidNotApply, Step, apply_plan, text_hash
 from superopt.store.lockfile import Lockfile, find_lockfile
 from superopt.passes import registry
-from superopt.ptxas import ptxas_version
+from superopt.judge.ptxas import ptxas_version
 from superopt.model.proposer import model_identity, search_with_model
 from superopt.search import Judge, SearchOptions
 

@@ -27,7 +27,7 @@ import ptx_ir
 from superopt.store import record as rec
 from superopt.candidates import Candidate, Step, make_candidate, text_hash
 from superopt.passes import param_grid, registry
-from superopt.ptxas import run_ptxas
+from superopt.judge.ptxas import run_ptxas
 
 NO_GPU_POLICIES = ("locked", "estimate")
 
@@ -71,7 +71,7 @@ class Judge:
         if not (os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/dxg")):
             return False, "no NVIDIA GPU device node on this machine (/dev/nvidiactl)"
         try:
-            from superopt.backends.base import get_backend
+            from superopt.judge.backends.base import get_backend
             be = get_backend("gpu")
             return be.available()
         except Exception as exc:
@@ -94,7 +94,7 @@ class Judge:
         inputs for the next candidate, since its evidence shows input values. ``fresh``: a
         check on inputs drawn for this call alone (the search does that before keeping a
         candidate)."""
-        from superopt.check import BaselineRuns, check, run_baseline
+        from superopt.judge.check import BaselineRuns, check, run_baseline
         if fresh:
             return check(base_ptx, cand_ptx, spec, backend=self.backend, policy=self.policy,
                          sets=self.check_sets)
@@ -111,8 +111,8 @@ class Judge:
         return verdict
 
     def sanitize(self, base_ptx: str, cand_ptx: str, spec, tools):
-        """compute-sanitizer on baseline and candidate (see superopt.sanitize); GPU only."""
-        from superopt.sanitize import SanitizerResult, sanitize_pair
+        """compute-sanitizer on baseline and candidate (see superopt.judge.sanitize); GPU only."""
+        from superopt.judge.sanitize import SanitizerResult, sanitize_pair
         if self.backend != "gpu":
             return SanitizerResult("unavailable", "compute-sanitizer needs the GPU backend")
         return sanitize_pair(base_ptx, cand_ptx, spec, tools=tuple(tools))
@@ -120,8 +120,8 @@ class Judge:
     def time(self, base_ptx: str, cand_ptx: str, spec, *, fresh: bool = True):
         """Timing holds the GPU's lock: concurrent compilations (make -j) never time at once.
         Every call is a new measurement (``fresh`` is for wrappers that cache)."""
-        from superopt.gpu_lock import gpu_lock
-        from superopt.timing import time_pair
+        from superopt.judge.gpu_lock import gpu_lock
+        from superopt.judge.timing import time_pair
         device = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0] or "0"
         with gpu_lock(device):
             return time_pair(base_ptx, cand_ptx, spec, backend=self.backend, reps=self.timing_reps)

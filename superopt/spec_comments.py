@@ -18,7 +18,7 @@ Items, separated by spaces (spaces inside parentheses or brackets are fine):
     a buffer param: element type (``f32 f64 f16 bf16 s8 u8 s16 u16 s32 u32 s64 u64`` or a
     C spelling such as ``float``, ``int``), length in elements (an expression over scalar
     params), direction (default ``in``) and input distribution (``normal``, ``specials``,
-    ``uniform``, ``uniform:LO..HI``, ``index:LO..HI``, ... see :mod:`superopt.inputs`).
+    ``uniform``, ``uniform:LO..HI``, ``index:LO..HI``, ... see :mod:`superopt.judge.inputs`).
 ``NAME=VALUE`` or ``NAME:TYPE=VALUE``; ``NAME=V,V2,V3``
     a scalar param and its value; further values are other sizes the checker tries
     (``values``). The type defaults to the kernel parameter's own.

@@ -52,7 +52,7 @@ def compile_ptx(tmp: str) -> str:
 
 def _commit() -> str:
     try:
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "superopt/emulator", "ptx_ir/semantics",
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "superopt/judge/emulator", "ptx_ir/semantics",
                                 "bench/emulator"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
         return "uncommitted" if dirty or not head else head
@@ -72,10 +72,10 @@ def _cpu() -> str:
 
 
 def run_kernel(ptx: str, spec, overrides: dict, seed: int = 1234) -> dict:
-    from superopt.emulator import LoadedModule
-    from superopt.inputs import make_input_set
+    from superopt.judge.emulator import LoadedModule
+    from superopt.judge.inputs import make_input_set
     from superopt.launch_spec import Scalar
-    from superopt.backends.emulator import _pack_scalar
+    from superopt.judge.backends.emulator import _pack_scalar
     s = make_input_set(spec, seed, 0, scalars=overrides)
     rs = s.spec
     dev = LoadedModule(ptx)

@@ -22,10 +22,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from superopt.backends.gpu import GpuBackend  # noqa: E402
-from superopt.check import check  # noqa: E402
+from superopt.judge.backends.gpu import GpuBackend  # noqa: E402
+from superopt.judge.check import check  # noqa: E402
 from superopt.launch_spec import load_spec  # noqa: E402
-from superopt.timing import time_pair  # noqa: E402
+from superopt.judge.timing import time_pair  # noqa: E402
 
 KDIR = ROOT / "tests" / "judge" / "kernels"
 EXPECT = {

@@ -150,8 +150,8 @@ def main(argv: list[str] | None = None) -> None:
     module = ptx_ir.parse(baseline_ptx)
     options = SearchOptions(budget_s=args.budget, backend="gpu")
     rows, records = [], []
-    from superopt.check import check
-    from superopt.timing import time_pair
+    from superopt.judge.check import check
+    from superopt.judge.timing import time_pair
     for name, spec in specs.items():
         if args.kernel and name not in args.kernel:
             continue
@@ -230,7 +230,7 @@ def main(argv: list[str] | None = None) -> None:
         "gpu": device.get("name") or "unknown",
         "device": device,
         "commit": commit(),
-        "method": "superopt.timing.time_pair: interleaved A/B launches, L2 flushed, CUDA events; "
+        "method": "superopt.judge.timing.time_pair: interleaved A/B launches, L2 flushed, CUDA events; "
                   "speedup = baseline median / candidate median; a candidate is kept only when the "
                   "differential check accepted it and it was faster beyond the measured spread",
         "geomean_speedup": geo,

@@ -234,7 +234,7 @@ class ModelProposer:
     def run(self, module, kernel: str, spec, *, target: str, judge, ctx: KernelContext | None = None,
             known: list[dict] | None = None, baseline_ptx: str | None = None) -> tuple[list[Candidate], ProposalLog]:
         """Rounds of requests; returns the distinct candidates made and the log."""
-        from superopt.ptxas import run_ptxas
+        from superopt.judge.ptxas import run_ptxas
         from superopt.search import evaluate
         o = self.options
         t0 = time.monotonic()

@@ -11,7 +11,7 @@ import pytest
 
 from nvcc_plus import config as C
 from nvcc_plus import real_nvcc as rn, swap
-from superopt import gpu_lock
+from superopt.judge import gpu_lock
 
 from tests.driver import fake_optimizers as F
 from tests.driver.helpers import REAL_NVCC, needs_nvcc, write_wrapper
@@ -194,7 +194,7 @@ def test_gpu_lock_is_exclusive_across_processes(tmp_path, monkeypatch):
     monkeypatch.setenv("NVCC_PLUS_LOCK_DIR", str(tmp_path))
     holder = subprocess.Popen(
         [sys.executable, "-c",
-         "import sys, time\nfrom superopt.gpu_lock import gpu_lock\n"
+         "import sys, time\nfrom superopt.judge.gpu_lock import gpu_lock\n"
          "with gpu_lock('GPU-1'):\n    print('held', flush=True)\n    time.sleep(30)\n"],
         env=dict(os.environ, PYTHONPATH=str(Path(__file__).parents[2])),
         stdout=subprocess.PIPE, text=True)

@@ -521,7 +521,7 @@ CASES += [
 ]
 
 # The benchmark kernels (bench/kernels/kernels.cu, specs in bench/kernels/specs.toml) at
-# small sizes, with inputs from the judge's own generator (superopt.inputs).
+# small sizes, with inputs from the judge's own generator (superopt.judge.inputs).
 BENCH_SIZES = {
     "scale4": {"n": 4099}, "axpby4": {"n": 4099}, "saxpy": {"n": 4099},
     "gemv_rows": {"rows": 67, "cols": 61}, "bicg_cols": {"rows": 61, "cols": 67},
@@ -553,7 +553,7 @@ def _bench_case(name: str, seed: int) -> Case:
             params.append(Buf(p.name, p.elem.dtype.str[1:], p.length, role))
 
     def make(rng, spec=specs[name]):
-        from superopt.inputs import make_input_set
+        from superopt.judge.inputs import make_input_set
         s = make_input_set(spec, seed, 0, scalars=BENCH_SIZES[name])
         return {b.name: s.data[b.name] for b in s.spec.buffers if b.direction != "out"}
     return Case(f"bench_{name}", "bench_kernels", name, tuple(spec.grid), tuple(spec.block), params, make,

@@ -24,7 +24,7 @@ def replay(c: G.Case, fx: dict, chunk_lanes: int | None = None, fma_contraction:
 
     Returns (final arrays by buffer name, guards intact by buffer name, stats).
     """
-    from superopt.emulator import LoadedModule
+    from superopt.judge.emulator import LoadedModule
     with open(os.path.join(HERE, "golden", f"{c.ptx}.ptx")) as f:
         dev = LoadedModule(f.read(), fma_contraction=fma_contraction)
     addrs = {}

@@ -59,7 +59,7 @@ def case_id(file: str, kernel: str) -> str:
 
 
 def input_set(case: dict):
-    from superopt.inputs import make_input_set
+    from superopt.judge.inputs import make_input_set
     from superopt.launch_spec import LaunchSpec
     spec = LaunchSpec.from_dict(case["spec"])
     return spec, make_input_set(spec, seed=case["seed"], index=0)
@@ -87,7 +87,7 @@ def _check_kernel(job):
     """(file, kernel) -> dict with either 'case' or 'skip' (reason)."""
     file, kernel = job
     import ptx_ir
-    from superopt.backends import get_backend
+    from superopt.judge.backends import get_backend
     from superopt.spec_inference import infer_specs
     t0 = time.perf_counter()
     signal.signal(signal.SIGALRM, _alarm)
@@ -190,7 +190,7 @@ def prepare(jobs: int, max_cases: int) -> int:
 # --------------------------------------------------------------------------- record (GPU)
 
 def record(outdir: str) -> int:
-    from superopt.backends import get_backend
+    from superopt.judge.backends import get_backend
     os.makedirs(outdir, exist_ok=True)
     with open(CASES_JSON) as f:
         doc = json.load(f)

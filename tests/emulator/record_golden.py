@@ -3,7 +3,7 @@
     python tests/emulator/record_golden.py OUTDIR [case ... | --missing]
 
 For every case of golden_cases.py: load golden/<ptx>.ptx with the driver's JIT (cuda-python,
-through the judge's worker class superopt.backends._gpu_worker.Worker), fill every buffer (inputs from the case's
+through the judge's worker class superopt.judge.backends._gpu_worker.Worker), fill every buffer (inputs from the case's
 seeded generator, outputs poisoned with 0xCD) inside guard zones, launch, read everything
 back and write OUTDIR/<case>.npz with ``init__<buf>`` and ``final__<buf>`` arrays plus
 OUTDIR/meta.json (GPU, driver, CUDA versions, per-case status). Each case runs in a child
@@ -33,11 +33,11 @@ _WORKER = None
 
 
 def _worker():
-    """The judge's CUDA driver wrapper (superopt.backends._gpu_worker.Worker)."""
+    """The judge's CUDA driver wrapper (superopt.judge.backends._gpu_worker.Worker)."""
     global _WORKER
     if _WORKER is None:
         sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
-        from superopt.backends._gpu_worker import Worker
+        from superopt.judge.backends._gpu_worker import Worker
         _WORKER = Worker(0)
     return _WORKER
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from superopt.backends.base import get_backend
-from superopt.check import ACCEPTED, COULD_NOT_JUDGE, REJECTED, check
-from superopt.emulator import memory as M
-from superopt.inputs import make_input_set
+from superopt.judge.backends.base import get_backend
+from superopt.judge.check import ACCEPTED, COULD_NOT_JUDGE, REJECTED, check
+from superopt.judge.emulator import memory as M
+from superopt.judge.inputs import make_input_set
 from tests.judge.planted import CHEATS, EQUIVALENT, KERNELS, judge_spec, ptx
 
 SPEC = judge_spec(10007)

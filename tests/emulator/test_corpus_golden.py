@@ -121,7 +121,7 @@ def _hex(a, i):
 
 @pytest.mark.parametrize("case", _params())
 def test_corpus_kernel_matches_gpu(case):
-    from superopt.backends.emulator import EmulatorBackend
+    from superopt.judge.backends.emulator import EmulatorBackend
     z = _arrays()
     cid = case["id"]
     spec, s = RC.input_set(case)
@@ -158,7 +158,7 @@ def test_corpus_fixtures_are_small_and_recorded():
 
 
 def _run_case(cid):
-    from superopt.backends.emulator import EmulatorBackend
+    from superopt.judge.backends.emulator import EmulatorBackend
     case = next(c for c in RECORDED if c["id"] == cid)
     spec, s = RC.input_set(case)
     r = EmulatorBackend().run_many(RC.read_ptx(case["file"]), spec, [s], timeout=60)[0]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from superopt.emulator import (Deadlock, KernelFault, LoadedModule, RunTimeout, UndefinedBehavior,
+from superopt.judge.emulator import (Deadlock, KernelFault, LoadedModule, RunTimeout, UndefinedBehavior,
                                Unsupported)
 
 HEAD = ".version 8.0\n.target sm_90\n.address_size 64\n"

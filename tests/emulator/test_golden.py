@@ -110,7 +110,7 @@ def test_fixtures_are_small_and_complete():
 def test_no_register_aliasing(name, monkeypatch):
     """Registers never share memory with each other or with param storage (a register that
     was a view of another would change when that one is written in place)."""
-    from superopt.emulator.executor import Chunk
+    from superopt.judge.emulator.executor import Chunk
     if not _have(name):
         pytest.skip(f"no fixture for {name}")
     monkeypatch.setattr(Chunk, "DEBUG_ALIASING", True)

@@ -1,4 +1,4 @@
-"""A stand-in for compute-sanitizer with the GPU worker behind it (CPU tests of superopt.sanitize).
+"""A stand-in for compute-sanitizer with the GPU worker behind it (CPU tests of superopt.judge.sanitize).
 
 Called as ``fake_sanitizer.py --tool T --log-file L --print-limit N <worker command...>``; it
 speaks the worker protocol itself (every "kernel" changes nothing) and, at exit, writes a log
@@ -8,7 +8,7 @@ cannot attach to (no summary, worker never starts)."""
 import os
 import sys
 
-from superopt.backends import _proto
+from superopt.judge.backends import _proto
 
 args = sys.argv[1:]
 tool = args[args.index("--tool") + 1]

@@ -9,8 +9,8 @@ import re
 
 import numpy as np
 
-from superopt.backends.base import Backend, RunResult
-from superopt.backends.gpu import pack_sets, unpack_result
+from superopt.judge.backends.base import Backend, RunResult
+from superopt.judge.backends.gpu import pack_sets, unpack_result
 from superopt.launch_spec import Buffer
 
 SIGNATURE = (".visible .entry judge_kernel(\n .param .u64 p0,\n .param .u64 p1,\n .param .u64 p2,\n"

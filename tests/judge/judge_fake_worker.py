@@ -1,10 +1,10 @@
-"""A stand-in for superopt.backends._gpu_worker that misbehaves on purpose (CPU tests of
+"""A stand-in for superopt.judge.backends._gpu_worker that misbehaves on purpose (CPU tests of
 the parent's process handling): python judge_fake_worker.py MODE"""
 import os
 import sys
 import time
 
-from superopt.backends import _proto
+from superopt.judge.backends import _proto
 
 mode = sys.argv[1]
 if mode == "die":

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from tests.judge.judge_fake_backend import FakeBackend, fake_ptx
-from superopt.backends.base import register_backend
-from superopt.check import (ACCEPTED, COULD_NOT_JUDGE, REJECTED, Policy, check, compare_values, diff_stats,
+from superopt.judge.backends.base import register_backend
+from superopt.judge.check import (ACCEPTED, COULD_NOT_JUDGE, REJECTED, Policy, check, compare_values, diff_stats,
                             entry_params, resolve_kernel)
 from superopt.launch_spec import elem_type, load_spec
 
@@ -188,7 +188,7 @@ def test_verdict_json_round(fake):
 # ---------------------------------------------------------------- reused baseline runs
 
 def test_reused_baseline_runs_judge_like_fresh_ones(fake):
-    from superopt.check import BaselineRuns, run_baseline
+    from superopt.judge.check import BaselineRuns, run_baseline
     runs = run_baseline(BASE, SPEC, backend=fake)
     assert isinstance(runs, BaselineRuns) and fake.calls == 1
     ok = check(BASE, fake_ptx("nan_payload"), SPEC, backend=fake, baseline=runs)
@@ -208,7 +208,7 @@ def test_reused_baseline_runs_judge_like_fresh_ones(fake):
 
 def test_reused_runs_get_fresh_candidate_poisons(fake):
     """The poison a candidate's outputs start from is drawn per check, not per baseline run."""
-    from superopt.check import run_baseline
+    from superopt.judge.check import run_baseline
     runs = run_baseline(BASE, SPEC, backend=fake)
     seen = []
     orig = fake.run_many
@@ -223,6 +223,6 @@ def test_reused_runs_get_fresh_candidate_poisons(fake):
 
 
 def test_baseline_that_cannot_be_judged_returns_a_verdict(fake):
-    from superopt.check import run_baseline
+    from superopt.judge.check import run_baseline
     v = run_baseline(fake_ptx("noisy"), SPEC, backend=fake)
     assert v.status == COULD_NOT_JUDGE and "not deterministic" in v.reason

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from superopt.backends.base import register_backend
+from superopt.judge.backends.base import register_backend
 from superopt.cli import main
-from superopt.timing import bytes_moved, decide, time_pair
+from superopt.judge.timing import bytes_moved, decide, time_pair
 from superopt.launch_spec import load_spec
 from tests.judge.judge_fake_backend import FakeBackend, fake_ptx
 
@@ -122,7 +122,7 @@ def test_no_gpu_no_speed():
     assert r.status == "no_gpu" and "no GPU: no measured speed" in r.reason and not r.faster
     r = time_pair("x", "y", load_spec(str(SPEC_FILE)), backend="emulator")
     assert r.status == "no_gpu"
-    from superopt.timing import NoGPU
+    from superopt.judge.timing import NoGPU
     with pytest.raises(NoGPU):
         time_pair("x", "y", load_spec(str(SPEC_FILE)), backend=FakeBackend(), require_gpu=True)
 

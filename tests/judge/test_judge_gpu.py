@@ -4,10 +4,10 @@ Kernels: tests/judge/kernels/judge.cu (variants, PTX committed under kernels/ptx
 by kernels/build_ptx.py). Spec: kernels/judge.toml (n = 100000, not a multiple of 256)."""
 import pytest
 
-from superopt.backends.gpu import GpuBackend
-from superopt.check import ACCEPTED, COULD_NOT_JUDGE, REJECTED, check
+from superopt.judge.backends.gpu import GpuBackend
+from superopt.judge.check import ACCEPTED, COULD_NOT_JUDGE, REJECTED, check
 from superopt.launch_spec import load_spec
-from superopt.timing import time_pair
+from superopt.judge.timing import time_pair
 from tests.judge.planted import CHEATS, EQUIVALENT, KERNELS, judge_spec, ptx, with_n
 
 pytestmark = pytest.mark.gpu
@@ -33,7 +33,7 @@ def test_device_info(gpu):
 
 
 def test_run_roundtrip(gpu):
-    from superopt.inputs import make_input_set
+    from superopt.judge.inputs import make_input_set
     import numpy as np
     s = make_input_set(SPEC, seed=3, scalars={"n": 1000})
     r = gpu.run(ptx("baseline"), SPEC, s)

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from superopt.backends.gpu import GpuBackend
-from superopt.check import COULD_NOT_JUDGE, check
-from superopt.inputs import make_input_set
+from superopt.judge.backends.gpu import GpuBackend
+from superopt.judge.check import COULD_NOT_JUDGE, check
+from superopt.judge.inputs import make_input_set
 from superopt.launch_spec import load_spec
 
 HERE = Path(__file__).parent
@@ -88,8 +88,8 @@ def test_slow_start_times_out():
 
 def test_shared_memory_blob_transport(tmp_path):
     import numpy as np
-    from superopt.backends import _proto
-    from superopt.backends.gpu import _load_file_buffers
+    from superopt.judge.backends import _proto
+    from superopt.judge.backends.gpu import _load_file_buffers
     blobs = [np.arange(1000, dtype=np.uint8), np.zeros(0, np.uint8), np.frombuffer(b"xyz" * 999, np.uint8)]
     desc = _proto.write_blobs(blobs)
     try:

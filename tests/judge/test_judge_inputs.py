@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from superopt.inputs import (FLOAT_DISTS, INT_DISTS, complement_poison, float_specials, fresh_seed, generate,
+from superopt.judge.inputs import (FLOAT_DISTS, INT_DISTS, complement_poison, float_specials, fresh_seed, generate,
                              is_nan_bits, make_input_set, make_rng, poison, poison_unlike, size_variants)
 from superopt.launch_spec import ELEM_TYPES, LaunchSpec, elem_type, load_spec
 from pathlib import Path
@@ -92,7 +92,7 @@ def test_poisons_differ_everywhere(et):
 
 @pytest.mark.parametrize("et", FLOATS + INTS, ids=lambda t: t.name)
 def test_poison_unlike_reference(et):
-    from superopt.check import compare_values, Policy
+    from superopt.judge.check import compare_values, Policy
     rng = make_rng(11)
     ref = generate(et, 3000, "specials" if et.is_float else "full", rng)
     if not et.is_float:

@@ -1,10 +1,10 @@
-"""superopt.sanitize on the CPU: log parsing, and the decision with a stand-in sanitizer."""
+"""superopt.judge.sanitize on the CPU: log parsing, and the decision with a stand-in sanitizer."""
 import sys
 from pathlib import Path
 
 import pytest
 
-from superopt.sanitize import parse_log, sanitize_pair
+from superopt.judge.sanitize import parse_log, sanitize_pair
 from tests.judge.judge_fake_backend import fake_ptx
 from tests.judge.planted import judge_spec, ptx
 
@@ -71,7 +71,7 @@ def test_sanitizer_that_cannot_attach_rejects_nothing(fake_sanitizer, monkeypatc
 
 
 def test_no_sanitizer_installed(monkeypatch):
-    import superopt.sanitize as san
+    import superopt.judge.sanitize as san
     monkeypatch.setattr(san, "find_sanitizer", lambda: None)
     r = sanitize_pair(BASE, BASE, SPEC)
     assert r.status == "unavailable" and "not installed" in r.reason
@@ -93,7 +93,7 @@ def _planted():
 
 @pytest.mark.gpu
 def test_real_sanitizer_finds_a_planted_overrun_and_race():
-    from superopt.sanitize import find_sanitizer
+    from superopt.judge.sanitize import find_sanitizer
     if find_sanitizer() is None:
         pytest.skip("compute-sanitizer is not installed")
     base, oob, race = _planted()

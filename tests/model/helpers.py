@@ -10,11 +10,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from superopt.check import Mismatch, Verdict
+from superopt.judge.check import Mismatch, Verdict
 from superopt.launch_spec import Buffer, LaunchSpec, Scalar
 from superopt.model.base import Completion, Constraint
 from superopt.passes import _REGISTRY, Change, register
-from superopt.timing import Stats, TimingResult
+from superopt.judge.timing import Stats, TimingResult
 
 # ---------------------------------------------------------------------------------- kernels
 

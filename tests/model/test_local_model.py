@@ -39,7 +39,7 @@ def check_spec() -> LaunchSpec:
 
 def judge():
     """The CPU emulator when it exists, else the fake judge (same interface)."""
-    from superopt.backends.base import BackendUnavailable, get_backend
+    from superopt.judge.backends.base import BackendUnavailable, get_backend
     from superopt.search import Judge
     try:
         ok, _ = get_backend("emulator").available()

@@ -238,7 +238,7 @@ def test_dataset_export_of_measured_wins(test_passes, tmp_path):
 def test_emulator_judges_planted_rewrites_when_it_exists(test_passes):
     """With the real CPU emulator (when it is available), the wrong rewrite fails the real
     differential check and the good one verifies."""
-    from superopt.backends.base import BackendUnavailable, get_backend
+    from superopt.judge.backends.base import BackendUnavailable, get_backend
     try:
         ok, why = get_backend("emulator").available()
     except BackendUnavailable as e:

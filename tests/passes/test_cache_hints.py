@@ -166,7 +166,7 @@ def test_rewrite_equals_baseline_on_the_emulator(module, frag):
     ok, why = emulator_available()
     if not ok:
         pytest.skip(why)
-    from superopt.emulator import Unsupported
+    from superopt.judge.emulator import Unsupported
     k = kernel_named(module, frag)
     new, _, changes = apply(module, PASS, k, mode="nc+st.cs")
     assert changes or frag == "scale_inplace"

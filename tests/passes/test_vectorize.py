@@ -305,7 +305,7 @@ def test_rewrite_equals_baseline_on_the_emulator(module, frag):
     ok, why = emulator_available()
     if not ok:
         pytest.skip(why)
-    from superopt.emulator import Unsupported
+    from superopt.judge.emulator import Unsupported
     k = kernel_named(module, frag)
     new, _, changes = apply(module, PASS, k)
     assert changes
@@ -347,7 +347,7 @@ def test_misaligned_vector_access_would_be_caught():
     ok, why = emulator_available()
     if not ok:
         pytest.skip(why)
-    from superopt.emulator import KernelFault
+    from superopt.judge.emulator import KernelFault
     module = ptx_ir.parse(STATIC)
     new, _, _ = apply(module, PASS, "st", versioning=False)
     x = np.arange(64, dtype=np.float32)
@@ -403,7 +403,7 @@ def test_entry_block_versioning_tests_before_branching():
 
 @pytest.mark.parametrize("frag", ["scale4", "gemv_rows"])
 def test_the_differential_check_accepts_the_rewrite_on_the_emulator(module, frag):
-    """superopt.check (fresh random inputs, varied sizes, poisoned outputs, guard zones)
+    """superopt.judge.check (fresh random inputs, varied sizes, poisoned outputs, guard zones)
     with the emulator backend: the judge the search itself uses without a GPU."""
     ok, why = emulator_available()
     if not ok:
@@ -428,7 +428,7 @@ def test_the_differential_check_accepts_the_rewrite_on_the_emulator(module, frag
 @pytest.mark.slow
 def test_corpus_rewrites_pass_the_differential_check_on_the_emulator():
     """Corpus kernels (launch specs inferred by superopt.spec_inference), judged by
-    superopt.check on the CPU emulator: no rewrite may be rejected."""
+    superopt.judge.check on the CPU emulator: no rewrite may be rejected."""
     ok, why = emulator_available()
     if not ok:
         pytest.skip(why)

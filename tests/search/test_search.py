@@ -214,7 +214,7 @@ def test_make_candidate_returns_none_when_a_step_does_not_fire():
 
 def _fake_judge(name: str):
     """A real Judge over the CPU fake backend of tests/judge, with the judge kernel's spec."""
-    from superopt.backends.base import register_backend
+    from superopt.judge.backends.base import register_backend
     from superopt.search import Judge
     from tests.judge.judge_fake_backend import FakeBackend
     from tests.judge.planted import judge_spec
@@ -353,7 +353,7 @@ def test_judge_fresh_verify_draws_new_inputs():
 
 
 def test_a_candidate_the_sanitizer_flags_is_not_kept():
-    from superopt.sanitize import SanitizerResult
+    from superopt.judge.sanitize import SanitizerResult
 
     class SanitizingJudge(ComboJudge):
         def sanitize(self, base, cand, spec, tools):

@@ -638,7 +638,7 @@ def test_every_kernel_in_the_file_gets_an_answer():
 def test_inferred_specs_run_cleanly_on_the_emulator(name):
     """The baseline judged against itself with the inferred spec: accepted, i.e. it runs
     without faults, keeps its guard zones intact and is deterministic on every input set."""
-    check = pytest.importorskip("superopt.check")
+    check = pytest.importorskip("superopt.judge.check")
     r = infer(name)
     for spec in r.specs[:2]:
         v = check.check(PTX, PTX, spec, backend="emulator", sets=3, seed=7)

@@ -223,7 +223,7 @@ def run_pass_on_corpus(pass_name: str, param_sets, *, max_bytes: int = 150_000,
 
 def emulator_available() -> tuple[bool, str]:
     try:
-        from superopt.emulator import LoadedModule  # noqa: F401
+        from superopt.judge.emulator import LoadedModule  # noqa: F401
     except Exception as exc:
         return False, f"the CPU emulator is not importable ({type(exc).__name__}: {exc})"
     return True, ""
@@ -239,7 +239,7 @@ def emulate(ptx: str, kernel: str, grid, block, params: list, *, arena: int = 40
     ``offset`` bytes into the arena of buffer parameter ``k``).
     """
     import numpy as np
-    from superopt.emulator import LoadedModule
+    from superopt.judge.emulator import LoadedModule
 
     dev = LoadedModule(ptx)
     bases: dict = {}
@@ -271,8 +271,8 @@ def same_results(baseline: str, candidate: str, kernel: str, grid, block, params
 
 
 def judge_on_emulator(baseline: str, candidate: str, spec: dict, sets: int = 2):
-    """The project's differential check (superopt.check) on the CPU emulator backend."""
-    from superopt.check import check
+    """The project's differential check (superopt.judge.check) on the CPU emulator backend."""
+    from superopt.judge.check import check
     from superopt.launch_spec import LaunchSpec
     return check(baseline, candidate, LaunchSpec.from_dict(spec), backend="emulator", sets=sets)
 
@@ -290,7 +290,7 @@ def judge_corpus_rewrites(pass_name: str, params: dict, files: list[str], *,
     """For every kernel of the named corpus files that the pass rewrites: infer a launch
     spec (superopt.spec_inference) and run the differential check on the emulator.
     Returns {"accepted": [...], "rejected": [(kernel, reason)], "skipped": [(kernel, why)]}."""
-    from superopt.check import check
+    from superopt.judge.check import check
     from superopt.spec_inference import infer_specs
     out = {"accepted": [], "rejected": [], "skipped": []}
     for entry in corpus_entries():

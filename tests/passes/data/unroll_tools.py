@@ -1,7 +1,7 @@
 """Helpers shared by tests/passes/test_warp_shuffle.py, test_unroll.py (with nounroll) and
 test_address_arith.py: apply a pass to PTX text, assemble with ptxas, run a pass over a
 sample of the committed corpus (every PTX it rewrites must parse, validate and assemble),
-and judge baseline vs rewritten kernels on the CPU emulator through superopt.check.
+and judge baseline vs rewritten kernels on the CPU emulator through superopt.judge.check.
 
 Corpus sample: every plain ``sm_90`` entry plus the smallest entry of each other variant
 (``lineinfo``, ``-G``, ``rdc``, other archs). ``NVCC_PLUS_FULL_CORPUS=1`` runs all entries.
@@ -186,7 +186,7 @@ def run_on_corpus(pass_name: str, grid: list[dict] | None = None, workers: int =
 
 def emulator_available() -> tuple[bool, str]:
     try:
-        from superopt.backends.base import get_backend
+        from superopt.judge.backends.base import get_backend
         be = get_backend("emulator")
         return be.available()
     except Exception as exc:  # noqa: BLE001
@@ -213,5 +213,5 @@ def scalar(name: str, type_: str, value, values=None) -> dict:
 
 
 def judge(baseline: str, candidate: str, launch, sets: int = 3, seed: int | None = None):
-    from superopt.check import check
+    from superopt.judge.check import check
     return check(baseline, candidate, launch, backend="emulator", sets=sets, seed=seed)

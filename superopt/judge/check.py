@@ -45,8 +45,8 @@ from typing import Any, Union
 
 import numpy as np
 
-from superopt.backends.base import Backend, BackendUnavailable, get_backend
-from superopt.inputs import (InputSet, complement_poison, fresh_seed, is_nan_bits, make_input_set,
+from superopt.judge.backends.base import Backend, BackendUnavailable, get_backend
+from superopt.judge.inputs import (InputSet, complement_poison, fresh_seed, is_nan_bits, make_input_set,
                              make_rng, poison_unlike, size_variants)
 from superopt.launch_spec import Buffer, ElemType, LaunchSpec, SpecError
 

@@ -1,6 +1,6 @@
-"""CPU emulator backend: runs PTX kernels with :mod:`superopt.emulator` (numpy, SIMT).
+"""CPU emulator backend: runs PTX kernels with :mod:`superopt.judge.emulator` (numpy, SIMT).
 
-Same contract as the GPU backend (:class:`superopt.backends.base.Backend`): the module is
+Same contract as the GPU backend (:class:`superopt.judge.backends.base.Backend`): the module is
 loaded once per :meth:`EmulatorBackend.run_many`, every input set gets fresh allocations
 laid out ``[front guard][data][back guard]`` (cudaMalloc alignment, so pointer alignment
 matches the GPU backend's), and misbehaviour comes back as a status, never an exception:
@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from superopt.backends.base import Backend, RunResult, check_guards
+from superopt.judge.backends.base import Backend, RunResult, check_guards
 
 __all__ = ["EmulatorBackend"]
 
@@ -35,7 +35,7 @@ MAX_SHARED_BYTES = 227 * 1024       # per block, as on sm_90
 def _pack_scalar(p) -> bytes:
     et = p.elem
     if et.name == "bf16":
-        from superopt.inputs import _cast_floats
+        from superopt.judge.inputs import _cast_floats
         return _cast_floats(np.array([float(p.value)]), et).tobytes()
     return np.array([p.value], dtype=et.dtype).tobytes()
 
@@ -59,7 +59,7 @@ class EmulatorBackend(Backend):
 
     def run_many(self, ptx: str, spec, input_sets: list, *, timeout: float | None = None) -> list[RunResult]:
         from ptx_ir.errors import ParseError
-        from superopt.emulator import (Deadlock, KernelFault, LoadedModule, RunTimeout,
+        from superopt.judge.emulator import (Deadlock, KernelFault, LoadedModule, RunTimeout,
                                        UndefinedBehavior, Unsupported)
         from superopt.launch_spec import Buffer, Scalar
 

@@ -30,8 +30,8 @@ from typing import Union
 
 import numpy as np
 
-from superopt.backends.base import Backend, BackendUnavailable, get_backend
-from superopt.inputs import fresh_seed, make_input_set
+from superopt.judge.backends.base import Backend, BackendUnavailable, get_backend
+from superopt.judge.inputs import fresh_seed, make_input_set
 from superopt.launch_spec import LaunchSpec
 
 __all__ = ["Stats", "TimingResult", "time_pair", "NoGPU", "bytes_moved", "decide"]

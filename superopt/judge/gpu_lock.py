@@ -1,6 +1,6 @@
 """A lock per GPU, so that concurrent compilations (make -j) never time kernels at once.
 
-    from superopt.gpu_lock import gpu_lock
+    from superopt.judge.gpu_lock import gpu_lock
     with gpu_lock(0, timeout=600):
         ...  # time kernels on GPU 0
 

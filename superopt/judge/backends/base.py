@@ -1,13 +1,13 @@
 """The interface both backends (GPU, CPU emulator) implement, and the backend registry.
 
 A backend runs one kernel of a PTX module on concrete inputs and gives back the final
-contents of every buffer. It never judges: the differential check (superopt.check) does.
+contents of every buffer. It never judges: the differential check (superopt.judge.check) does.
 
 Contract of :meth:`Backend.run_many`: the module is loaded ONCE and the input sets are
 launched one after another in that module (so state a kernel keeps between launches, such
 as a ``__device__`` flag, persists across sets, as it would in a user's program); every set
 gets its own fresh allocations, each buffer laid out as ``[front guard][data][back guard]``
-with the guard bytes and initial contents taken from the :class:`~superopt.inputs.InputSet`.
+with the guard bytes and initial contents taken from the :class:`~superopt.judge.inputs.InputSet`.
 A backend must never raise for a misbehaving kernel: compile errors, launch errors, crashes
 and hangs come back as a :class:`RunResult` status.
 """
@@ -116,8 +116,8 @@ def check_guards(front: bytes, back: bytes, got_front: bytes, got_back: bytes) -
 # --------------------------------------------------------------------------- registry
 
 _FACTORIES: dict[str, Callable[[], Backend] | str] = {
-    "gpu": "superopt.backends.gpu:GpuBackend",
-    "emulator": "superopt.backends.emulator:EmulatorBackend",
+    "gpu": "superopt.judge.backends.gpu:GpuBackend",
+    "emulator": "superopt.judge.backends.emulator:EmulatorBackend",
 }
 _INSTANCES: dict[str, Backend] = {}
 _LOCK = threading.Lock()

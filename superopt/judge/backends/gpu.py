@@ -1,6 +1,6 @@
 """GPU backend: runs kernels through the CUDA driver API (cuda-python) in a child process.
 
-The child (``superopt.backends._gpu_worker``) owns the CUDA context. It is started on first
+The child (``superopt.judge.backends._gpu_worker``) owns the CUDA context. It is started on first
 use and kept for later runs (starting CUDA costs about a second); after a timeout, a crash
 or a sticky CUDA error it is killed and the next run starts a fresh one, so a misbehaving
 candidate never takes the caller down and never leaves a poisoned context behind.
@@ -25,9 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from superopt.backends import _proto
-from superopt.backends.base import Backend, BackendUnavailable, RunResult, check_guards
-from superopt.inputs import GUARD_BYTES, InputSet, _cast_floats
+from superopt.judge.backends import _proto
+from superopt.judge.backends.base import Backend, BackendUnavailable, RunResult, check_guards
+from superopt.judge.inputs import GUARD_BYTES, InputSet, _cast_floats
 from superopt.launch_spec import Buffer, LaunchSpec, Scalar
 
 __all__ = ["GpuBackend", "probe_gpu", "pack_sets", "unpack_result"]
@@ -118,7 +118,7 @@ class GpuBackend(Backend):
     def __init__(self, device: int | None = None, *, worker_cmd: list[str] | None = None,
                  startup_timeout: float = 120.0, scrub_shared: bool = True):
         self.device = int(os.environ.get("SUPEROPT_GPU_DEVICE", "0")) if device is None else device
-        self.worker_cmd = worker_cmd or [sys.executable, "-m", "superopt.backends._gpu_worker"]
+        self.worker_cmd = worker_cmd or [sys.executable, "-m", "superopt.judge.backends._gpu_worker"]
         self.startup_timeout = startup_timeout
         self.scrub_shared = scrub_shared
         self._proc: subprocess.Popen | None = None

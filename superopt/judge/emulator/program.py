@@ -5,7 +5,7 @@ Every function body is resolved once: names are looked up through nested ``{ }``
 numbered slots, ``.local`` variables frame offsets, ``.param`` variables per-lane slots,
 labels program counters. Each instruction becomes a :class:`CInst` whose ``run(st, idx)``
 executes it for the lanes ``idx`` (``None``: every lane of the chunk) of a
-:class:`superopt.emulator.executor.Chunk`.
+:class:`superopt.judge.emulator.executor.Chunk`.
 
 Anything that cannot be executed exactly raises :class:`Unsupported` at compile time
 (or, for value-dependent cases, at run time), never a silent approximation.
@@ -26,7 +26,7 @@ from ptx_ir.semantics.errors import KernelFault, UndefinedBehavior
 from ptx_ir.semantics.types import (
     SINT_OF_SIZE, UINT_OF_SIZE, imm_scalar, is_signed, natural_dtype, storage_dtype, type_size,
 )
-from superopt.emulator import memory as M
+from superopt.judge.emulator import memory as M
 
 # instruction kinds (the scheduler dispatches on these)
 ALU, MEM, BRA, EXIT, BAR, WARP, CALL, RET, NOP, BRX, TRAP = range(11)

@@ -1,6 +1,6 @@
-"""The GPU runner's child process: ``python -m superopt.backends._gpu_worker``.
+"""The GPU runner's child process: ``python -m superopt.judge.backends._gpu_worker``.
 
-Speaks length-prefixed pickle frames (superopt.backends._proto) on stdin/stdout; anything
+Speaks length-prefixed pickle frames (superopt.judge.backends._proto) on stdin/stdout; anything
 else printed goes to stderr. It owns the CUDA context, so a hanging kernel or a sticky
 CUDA error (illegal address, trap, ...) ends only this process: after such an error it
 answers, then exits, and the parent starts a fresh one.
@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from superopt.backends import _proto
+from superopt.judge.backends import _proto
 
 G_SUCCESS = 0
 G_NOT_READY = 600

@@ -97,11 +97,11 @@ def parse_log(text: str, tool: str) -> ToolRun:
 
 def run_under(tool: str, ptx: str, spec, inputs, *, sanitizer: str, timeout: float = 120.0) -> ToolRun:
     """One launch of ``ptx`` on ``inputs`` in a GPU worker started under the sanitizer."""
-    from superopt.backends.gpu import GpuBackend
+    from superopt.judge.backends.gpu import GpuBackend
     fd, log = tempfile.mkstemp(prefix=f"superopt-{tool}-", suffix=".log")
     os.close(fd)
     cmd = [sanitizer, "--tool", tool, "--log-file", log, "--print-limit", "5",
-           sys.executable, "-m", "superopt.backends._gpu_worker"]
+           sys.executable, "-m", "superopt.judge.backends._gpu_worker"]
     be = GpuBackend(worker_cmd=cmd, startup_timeout=timeout)
     try:
         ok, why = be.available()
@@ -128,7 +128,7 @@ def run_under(tool: str, ptx: str, spec, inputs, *, sanitizer: str, timeout: flo
 def sanitize_pair(baseline_ptx: str, candidate_ptx: str, spec, *, tools=TOOLS, seed: int | None = None,
                   timeout: float = 120.0, sanitizer: str | None = None) -> SanitizerResult:
     """Run baseline and candidate under each tool on the same (small) input set."""
-    from superopt.inputs import fresh_seed, make_input_set, make_rng, size_variants
+    from superopt.judge.inputs import fresh_seed, make_input_set, make_rng, size_variants
     t0 = time.monotonic()
     sanitizer = sanitizer or find_sanitizer()
     if sanitizer is None:

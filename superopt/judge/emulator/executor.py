@@ -19,8 +19,8 @@ import numpy as np
 
 from ptx_ir.semantics.errors import Deadlock, KernelFault, UndefinedBehavior, Unsupported
 from ptx_ir.semantics import warp as W
-from superopt.emulator import memory as M
-from superopt.emulator.program import (
+from superopt.judge.emulator import memory as M
+from superopt.judge.emulator.program import (
     ALU, BAR, BRA, BRX, CALL, EXIT, MEM, NOP, RET, TRAP, WARP, Program,
 )
 

@@ -22,9 +22,9 @@ import ptx_ir
 from ptx_ir.nodes import BinExpr, Brace, CallExpr, Imm, Instruction, Sym, VarDecl, type_size as node_type_size
 from ptx_ir.semantics import Unsupported
 from ptx_ir.semantics.types import imm_bits
-from superopt.emulator import memory as M
-from superopt.emulator.executor import Chunk, Poison, RunTimeout
-from superopt.emulator.program import Program
+from superopt.judge.emulator import memory as M
+from superopt.judge.emulator.executor import Chunk, Poison, RunTimeout
+from superopt.judge.emulator.program import Program
 
 DEFAULT_CHUNK_LANES = 32768
 
