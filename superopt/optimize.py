@@ -56,7 +56,7 @@ def options_from_config(config: dict | None) -> SearchOptions:
 def find_spec(module, kernel: str, *, source: str | None, config: dict | None):
     """The launch spec for ``kernel``: explicit (toml, source comment) or inferred; None if neither."""
     try:
-        from superopt import spec_inference
+        from superopt.specs import inference as spec_inference
     except ImportError:
         return None, "launch-spec inference is not available"
     source_text = None

@@ -74,7 +74,7 @@ def _cpu() -> str:
 def run_kernel(ptx: str, spec, overrides: dict, seed: int = 1234) -> dict:
     from superopt.judge.emulator import LoadedModule
     from superopt.judge.inputs import make_input_set
-    from superopt.launch_spec import Scalar
+    from superopt.specs.launch_spec import Scalar
     from superopt.judge.backends.emulator import _pack_scalar
     s = make_input_set(spec, seed, 0, scalars=overrides)
     rs = s.spec
@@ -108,7 +108,7 @@ def main(argv=None) -> int:
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args(argv)
     sys.path.insert(0, ROOT)
-    from superopt.launch_spec import load_specs
+    from superopt.specs.launch_spec import load_specs
     specs = load_specs(SPECS)
     names = args.kernels or list(SIZES)
     with tempfile.TemporaryDirectory() as tmp:

@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from superopt.judge.backends.gpu import GpuBackend  # noqa: E402
 from superopt.judge.check import check  # noqa: E402
-from superopt.launch_spec import load_spec  # noqa: E402
+from superopt.specs.launch_spec import load_spec  # noqa: E402
 from superopt.judge.timing import time_pair  # noqa: E402
 
 KDIR = ROOT / "tests" / "judge" / "kernels"

@@ -35,7 +35,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import ptx_ir
-from superopt.launch_spec import Scalar, load_specs
+from superopt.specs.launch_spec import Scalar, load_specs
 from superopt.search import Judge, SearchOptions, search_kernel
 
 HERE = Path(__file__).resolve().parent

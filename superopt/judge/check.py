@@ -48,7 +48,7 @@ import numpy as np
 from superopt.judge.backends.base import Backend, BackendUnavailable, get_backend
 from superopt.judge.inputs import (InputSet, complement_poison, fresh_seed, is_nan_bits, make_input_set,
                              make_rng, poison_unlike, size_variants)
-from superopt.launch_spec import Buffer, ElemType, LaunchSpec, SpecError
+from superopt.specs.launch_spec import Buffer, ElemType, LaunchSpec, SpecError
 
 __all__ = [
     "Policy", "EXACT", "Verdict", "Mismatch", "check", "compare_values", "diff_stats", "format_value",

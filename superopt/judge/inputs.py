@@ -4,7 +4,7 @@ Every call draws fresh inputs: the master seed comes from ``os.urandom`` unless 
 given (then the run is reproducible), and each input set gets its own generator derived
 from (master seed, set index).
 
-Buffer distributions (the ``distribution`` of a :class:`~superopt.launch_spec.Buffer`):
+Buffer distributions (the ``distribution`` of a :class:`~superopt.specs.launch_spec.Buffer`):
 
 ==================  ===========================================================
 ``auto``            the checker rotates through the defaults for the type
@@ -36,7 +36,7 @@ from typing import Union
 
 import numpy as np
 
-from superopt.launch_spec import ElemType, LaunchSpec, SpecError, elem_type, eval_expr
+from superopt.specs.launch_spec import ElemType, LaunchSpec, SpecError, elem_type, eval_expr
 
 __all__ = [
     "GUARD_BYTES", "InputSet", "fresh_seed", "make_rng", "generate", "poison", "complement_poison",

@@ -32,7 +32,7 @@ import numpy as np
 
 from superopt.judge.backends.base import Backend, BackendUnavailable, get_backend
 from superopt.judge.inputs import fresh_seed, make_input_set
-from superopt.launch_spec import LaunchSpec
+from superopt.specs.launch_spec import LaunchSpec
 
 __all__ = ["Stats", "TimingResult", "time_pair", "NoGPU", "bytes_moved", "decide"]
 

@@ -12,7 +12,7 @@ import sys
 import click
 
 from superopt.judge.check import COULD_NOT_JUDGE, EXIT_CODES, Policy, Verdict, check
-from superopt.launch_spec import SpecError, load_spec
+from superopt.specs.launch_spec import SpecError, load_spec
 
 __all__ = ["verify_command", "verify_files"]
 

@@ -242,7 +242,7 @@ def propose_command(file, kernel, spec_file, test_model, local, url, model, back
     """Run the rules and the model on one kernel of a .ptx/.cu file; show every round."""
     import ptx_ir
     from superopt.cli import _ptx_from
-    from superopt.launch_spec import load_spec
+    from superopt.specs.launch_spec import load_spec
     from superopt.model.base import ModelConfig, ModelError
     from superopt.model.proposer import ModelProposer, ProposerOptions, search_with_model
     from superopt.optimize import find_spec, options_from_config

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from bench.kernels.run import with_sizes
-from superopt.launch_spec import Scalar, load_specs
+from superopt.specs.launch_spec import Scalar, load_specs
 
 ROOT = Path(__file__).parents[2]
 SPECS = load_specs(str(ROOT / "bench" / "kernels" / "specs.toml"))

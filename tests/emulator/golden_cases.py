@@ -541,7 +541,7 @@ def _bench_case(name: str, seed: int) -> Case:
     root = os.path.dirname(os.path.dirname(here))
     if root not in sys.path:
         sys.path.insert(0, root)
-    from superopt.launch_spec import Scalar as SScalar, load_specs
+    from superopt.specs.launch_spec import Scalar as SScalar, load_specs
     specs = load_specs(os.path.join(here, "..", "..", "bench", "kernels", "specs.toml"))
     spec = specs[name].resolved(BENCH_SIZES[name])
     params = []

@@ -4,7 +4,7 @@ Two steps:
 
     python tests/emulator/record_corpus_golden.py prepare [--jobs N] [--max-cases N]
         CPU only. For every plain -O3 ``*.sm_90.ptx`` corpus file (manifest variant "sm_90")
-        and every kernel in it: infer a launch spec (superopt.spec_inference.infer_specs),
+        and every kernel in it: infer a launch spec (superopt.specs.inference.infer_specs),
         generate one seeded input set and run it on the emulator (twice, to catch kernels
         whose outputs depend on uninitialised shared/local memory), with a per-kernel time
         cap. Kernels with a spec that the emulator runs with status ok, deterministically,
@@ -60,7 +60,7 @@ def case_id(file: str, kernel: str) -> str:
 
 def input_set(case: dict):
     from superopt.judge.inputs import make_input_set
-    from superopt.launch_spec import LaunchSpec
+    from superopt.specs.launch_spec import LaunchSpec
     spec = LaunchSpec.from_dict(case["spec"])
     return spec, make_input_set(spec, seed=case["seed"], index=0)
 
@@ -88,7 +88,7 @@ def _check_kernel(job):
     file, kernel = job
     import ptx_ir
     from superopt.judge.backends import get_backend
-    from superopt.spec_inference import infer_specs
+    from superopt.specs.inference import infer_specs
     t0 = time.perf_counter()
     signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, KERNEL_CAP_S)

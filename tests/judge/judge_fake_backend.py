@@ -11,7 +11,7 @@ import numpy as np
 
 from superopt.judge.backends.base import Backend, RunResult
 from superopt.judge.backends.gpu import pack_sets, unpack_result
-from superopt.launch_spec import Buffer
+from superopt.specs.launch_spec import Buffer
 
 SIGNATURE = (".visible .entry judge_kernel(\n .param .u64 p0,\n .param .u64 p1,\n .param .u64 p2,\n"
              " .param .f32 p3,\n .param .u32 p4\n)\n")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from superopt.launch_spec import LaunchSpec, load_spec
+from superopt.specs.launch_spec import LaunchSpec, load_spec
 
 KERNELS = Path(__file__).resolve().parent / "kernels"
 

@@ -9,7 +9,7 @@ from tests.judge.judge_fake_backend import FakeBackend, fake_ptx
 from superopt.judge.backends.base import register_backend
 from superopt.judge.check import (ACCEPTED, COULD_NOT_JUDGE, REJECTED, Policy, check, compare_values, diff_stats,
                             entry_params, resolve_kernel)
-from superopt.launch_spec import elem_type, load_spec
+from superopt.specs.launch_spec import elem_type, load_spec
 
 SPEC = replace(load_spec(str(Path(__file__).parent / "kernels" / "judge.toml")))
 SPEC = replace(SPEC, params=[replace(p, value=5000) if p.name == "n" else p for p in SPEC.params])
@@ -158,7 +158,7 @@ def test_signature_change_rejected(fake):
 
 
 def test_spec_not_fitting_kernel(fake):
-    from superopt.launch_spec import Scalar
+    from superopt.specs.launch_spec import Scalar
     spec = replace(SPEC, params=SPEC.params[:-1] + [Scalar("n", "s64", 5000)])
     v = check(BASE, BASE, spec, backend=fake)
     assert v.status == COULD_NOT_JUDGE and "does not fit" in v.reason

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 from superopt.judge.backends.base import register_backend
 from superopt.cli import main
 from superopt.judge.timing import bytes_moved, decide, time_pair
-from superopt.launch_spec import load_spec
+from superopt.specs.launch_spec import load_spec
 from tests.judge.judge_fake_backend import FakeBackend, fake_ptx
 
 HERE = Path(__file__).parent

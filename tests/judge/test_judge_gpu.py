@@ -6,7 +6,7 @@ import pytest
 
 from superopt.judge.backends.gpu import GpuBackend
 from superopt.judge.check import ACCEPTED, COULD_NOT_JUDGE, REJECTED, check
-from superopt.launch_spec import load_spec
+from superopt.specs.launch_spec import load_spec
 from superopt.judge.timing import time_pair
 from tests.judge.planted import CHEATS, EQUIVALENT, KERNELS, judge_spec, ptx, with_n
 

@@ -8,7 +8,7 @@ import pytest
 from superopt.judge.backends.gpu import GpuBackend
 from superopt.judge.check import COULD_NOT_JUDGE, check
 from superopt.judge.inputs import make_input_set
-from superopt.launch_spec import load_spec
+from superopt.specs.launch_spec import load_spec
 
 HERE = Path(__file__).parent
 SPEC = load_spec(str(HERE / "kernels" / "judge.toml")).resolved({"n": 1000})

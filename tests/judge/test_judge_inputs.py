@@ -4,7 +4,7 @@ import pytest
 
 from superopt.judge.inputs import (FLOAT_DISTS, INT_DISTS, complement_poison, float_specials, fresh_seed, generate,
                              is_nan_bits, make_input_set, make_rng, poison, poison_unlike, size_variants)
-from superopt.launch_spec import ELEM_TYPES, LaunchSpec, elem_type, load_spec
+from superopt.specs.launch_spec import ELEM_TYPES, LaunchSpec, elem_type, load_spec
 from pathlib import Path
 
 SPEC = load_spec(str(Path(__file__).parent / "kernels" / "judge.toml"))

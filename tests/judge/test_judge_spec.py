@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from superopt.launch_spec import (Buffer, LaunchSpec, Scalar, SpecError, elem_type, eval_expr, expr_names,
+from superopt.specs.launch_spec import (Buffer, LaunchSpec, Scalar, SpecError, elem_type, eval_expr, expr_names,
                                   load_spec, load_specs)
 
 KDIR = Path(__file__).parent / "kernels"
@@ -113,7 +113,7 @@ def test_scalar_and_types():
 
 
 def test_toml_text_starting_with_a_table_header_is_toml():
-    from superopt.launch_spec import load_specs
+    from superopt.specs.launch_spec import load_specs
     text = ('[kernels."saxpy"]\ngrid = ["cdiv(n, 256)", 1, 1]\nblock = [256, 1, 1]\n'
             'params = [{name = "n", kind = "scalar", type = "s32", value = 1000}]\n')
     assert list(load_specs(text)) == ["saxpy"]

@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from superopt.judge.check import Mismatch, Verdict
-from superopt.launch_spec import Buffer, LaunchSpec, Scalar
+from superopt.specs.launch_spec import Buffer, LaunchSpec, Scalar
 from superopt.model.base import Completion, Constraint
 from superopt.passes import _REGISTRY, Change, register
 from superopt.judge.timing import Stats, TimingResult

@@ -21,7 +21,7 @@ import time
 import pytest
 
 import ptx_ir
-from superopt.launch_spec import Buffer, LaunchSpec, Scalar
+from superopt.specs.launch_spec import Buffer, LaunchSpec, Scalar
 from superopt.model.cli import CHECK_KERNEL
 from superopt.model.client import ServerBackend
 from superopt.model.proposer import GOOD_FATES, ModelProposer, ProposerOptions, search_with_model

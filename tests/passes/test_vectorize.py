@@ -427,7 +427,7 @@ def test_the_differential_check_accepts_the_rewrite_on_the_emulator(module, frag
 
 @pytest.mark.slow
 def test_corpus_rewrites_pass_the_differential_check_on_the_emulator():
-    """Corpus kernels (launch specs inferred by superopt.spec_inference), judged by
+    """Corpus kernels (launch specs inferred by superopt.specs.inference), judged by
     superopt.judge.check on the CPU emulator: no rewrite may be rejected."""
     ok, why = emulator_available()
     if not ok:

@@ -3,7 +3,7 @@
     python tests/spec_inference/corpus_report.py [--variant sm_90] [--json out.json] [-v]
 
 For every PTX file of the corpus variant (tests/corpus/manifest.json) and every kernel in
-it, runs superopt.spec_inference.infer_specs with the .cu source, and prints one line per
+it, runs superopt.specs.inference.infer_specs with the .cu source, and prints one line per
 kernel (verifiable or the reason), then the totals and the reasons grouped.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 import ptx_ir  # noqa: E402
-from superopt.spec_inference import infer_specs  # noqa: E402
+from superopt.specs.inference import infer_specs  # noqa: E402
 
 
 def _reason_key(reason: str) -> str:

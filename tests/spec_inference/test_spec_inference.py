@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 import ptx_ir
-from superopt.launch_spec import Buffer, LaunchSpec, Scalar, SpecError
-from superopt.spec_comments import find_directives, find_kernels, parse_directive
-from superopt.spec_inference import INDEX_RANGE, check_spec, infer_specs
+from superopt.specs.launch_spec import Buffer, LaunchSpec, Scalar, SpecError
+from superopt.specs.comments import find_directives, find_kernels, parse_directive
+from superopt.specs.inference import INDEX_RANGE, check_spec, infer_specs
 
 HERE = Path(__file__).parent
 PTX = (HERE / "data" / "kernels.ptx").read_text()

@@ -7,7 +7,7 @@ import random
 import pytest
 
 import ptx_ir
-from superopt.spec_trace import trace
+from superopt.specs.trace import trace
 
 HEADER = ".version 9.0\n.target sm_90\n.address_size 64\n"
 M32 = (1 << 32) - 1

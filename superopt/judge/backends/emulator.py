@@ -61,7 +61,7 @@ class EmulatorBackend(Backend):
         from ptx_ir.errors import ParseError
         from superopt.judge.emulator import (Deadlock, KernelFault, LoadedModule, RunTimeout,
                                        UndefinedBehavior, Unsupported)
-        from superopt.launch_spec import Buffer, Scalar
+        from superopt.specs.launch_spec import Buffer, Scalar
 
         n = len(input_sets)
         try:

@@ -28,7 +28,7 @@ import numpy as np
 from superopt.judge.backends import _proto
 from superopt.judge.backends.base import Backend, BackendUnavailable, RunResult, check_guards
 from superopt.judge.inputs import GUARD_BYTES, InputSet, _cast_floats
-from superopt.launch_spec import Buffer, LaunchSpec, Scalar
+from superopt.specs.launch_spec import Buffer, LaunchSpec, Scalar
 
 __all__ = ["GpuBackend", "probe_gpu", "pack_sets", "unpack_result"]
 

@@ -273,7 +273,7 @@ def same_results(baseline: str, candidate: str, kernel: str, grid, block, params
 def judge_on_emulator(baseline: str, candidate: str, spec: dict, sets: int = 2):
     """The project's differential check (superopt.judge.check) on the CPU emulator backend."""
     from superopt.judge.check import check
-    from superopt.launch_spec import LaunchSpec
+    from superopt.specs.launch_spec import LaunchSpec
     return check(baseline, candidate, LaunchSpec.from_dict(spec), backend="emulator", sets=sets)
 
 
@@ -288,10 +288,10 @@ def scalar(name, type_, value):
 def judge_corpus_rewrites(pass_name: str, params: dict, files: list[str], *,
                           sets: int = 2) -> dict:
     """For every kernel of the named corpus files that the pass rewrites: infer a launch
-    spec (superopt.spec_inference) and run the differential check on the emulator.
+    spec (superopt.specs.inference) and run the differential check on the emulator.
     Returns {"accepted": [...], "rejected": [(kernel, reason)], "skipped": [(kernel, why)]}."""
     from superopt.judge.check import check
-    from superopt.spec_inference import infer_specs
+    from superopt.specs.inference import infer_specs
     out = {"accepted": [], "rejected": [], "skipped": []}
     for entry in corpus_entries():
         if Path(entry["file"]).name not in files:

@@ -194,7 +194,7 @@ def emulator_available() -> tuple[bool, str]:
 
 
 def spec(kernel: str, block, grid, params: list[dict], shared_bytes: int = 0, vary_sizes=True):
-    from superopt.launch_spec import LaunchSpec
+    from superopt.specs.launch_spec import LaunchSpec
     return LaunchSpec.from_dict({"kernel": kernel, "grid": list(grid), "block": list(block),
                                  "shared_bytes": shared_bytes, "params": params,
                                  "vary_sizes": vary_sizes})

@@ -16,8 +16,8 @@
   ``.maxntid``, dynamic shared memory, and tile sizes written as constants
   (``blockIdx.x * 32``) that suggest the block shape the kernel was written for.
 
-Nothing here decides a launch: :mod:`superopt.spec_inference` does, and
-:mod:`superopt.spec_trace` proves it.
+Nothing here decides a launch: :mod:`superopt.specs.inference` does, and
+:mod:`superopt.specs.trace` proves it.
 """
 from __future__ import annotations
 

@@ -1,15 +1,15 @@
 """How to launch a kernel so that a rewrite of it can be judged: explicit or inferred specs.
 
 :func:`infer_specs` answers, for one ``.entry`` of a PTX module, with an
-:class:`InferenceResult`: one or several :class:`~superopt.launch_spec.LaunchSpec` (several
+:class:`InferenceResult`: one or several :class:`~superopt.specs.launch_spec.LaunchSpec` (several
 launch shapes), or the reason the kernel is *not verifiable*. In order of priority:
 
 1. **nvcc-plus.toml** — a ``[kernels."NAME"]`` table in the format of
-   :mod:`superopt.launch_spec`, where NAME is the PTX entry name, the demangled signature
+   :mod:`superopt.specs.launch_spec`, where NAME is the PTX entry name, the demangled signature
    (``saxpy(int, float, float const*, float*)``), the demangled name (``saxpy``,
    ``ns::scale<float>``) or the unqualified name.
 2. **A ``// nvcc-plus:`` comment** beside the kernel in the .cu source (syntax in
-   :mod:`superopt.spec_comments`).
+   :mod:`superopt.specs.comments`).
 3. **Inference from the IR**, below.
 
 Inference
@@ -25,7 +25,7 @@ Inference
   a bounded number of traced thread-steps), so 1-D kernels get n ~ 1e5, 2-D ~ 300 x 250,
   GEMM ~ 100 x 80 x 120. Scalars compared only with constants (modes, tile sizes) get 8,
   divisors 7, shift amounts 3; float scalars ordinary values (1.5, 0.75, ...).
-* *Grid.* From the guards ``index(blockIdx.d) < bound`` (:func:`superopt.spec_facts.grid_bounds`):
+* *Grid.* From the guards ``index(blockIdx.d) < bound`` (:func:`superopt.specs.facts.grid_bounds`):
   ``grid.d = cdiv(bound, extent per block)``, so the last block is partial; grid-stride
   loops get a quarter of that, so that threads loop. Unbounded grid dimensions get a
   small constant (shrunk if the launch is too costly).
@@ -37,7 +37,7 @@ Inference
   writes no buffer at all. Dynamic shared memory is sized from what the trace touches.
 * *Proof.* Every launch that the spec allows — the spec's scalar values and the other
   sizes it lists (``values``; ``vary_sizes`` is off, so the checker uses only those) —
-  is traced by :mod:`superopt.spec_trace` over every thread. A buffer's length is an
+  is traced by :mod:`superopt.specs.trace` over every thread. A buffer's length is an
   expression over the scalars (``n``, ``w*h``, ``M*K``, ``n + 1``, ``cdiv(n, 256)``,
   ``256``) fitted to the traced extents and checked to cover them at every one of those
   launches. Data-dependent indices without a bounds check (histogram bins, gathers) make
@@ -53,11 +53,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import ptx_ir
-from superopt.launch_spec import Buffer, LaunchSpec, Scalar, SpecError, elem_type, eval_expr, load_specs
-from superopt.spec_comments import directive_spec, find_directives, find_kernels
-from superopt.spec_facts import (ParamInfo, affine_to_expr, grid_bounds, kernel_traits,
+from superopt.specs.launch_spec import Buffer, LaunchSpec, Scalar, SpecError, elem_type, eval_expr, load_specs
+from superopt.specs.comments import directive_spec, find_directives, find_kernels
+from superopt.specs.facts import (ParamInfo, affine_to_expr, grid_bounds, kernel_traits,
                                  param_infos, scalar_roles)
-from superopt.spec_trace import TraceResult, trace
+from superopt.specs.trace import TraceResult, trace
 
 __all__ = ["InferenceResult", "infer_specs", "check_spec", "explicit_specs", "INDEX_RANGE"]
 
@@ -962,7 +962,7 @@ def _elem_from_trace(accs) -> str:
     for a in accs:
         for t, n in a.types.items():
             types[t] = max(types.get(t, 0), n)
-    from superopt.spec_facts import _elem_from_accesses
+    from superopt.specs.facts import _elem_from_accesses
     return _elem_from_accesses(set(types)) or "u8"
 
 

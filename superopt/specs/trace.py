@@ -1,6 +1,6 @@
 """The bounds tracer: which bytes of which buffer can a kernel touch under one launch?
 
-Launch-spec inference (:mod:`superopt.spec_inference`) needs a *proof* that a buffer of a
+Launch-spec inference (:mod:`superopt.specs.inference`) needs a *proof* that a buffer of a
 given length covers every address the kernel can access for a chosen launch (grid, block,
 shared memory, scalar values). This module gives it by abstract execution of the kernel's
 integer and address arithmetic for **every thread of the launch**:

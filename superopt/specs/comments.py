@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from superopt.launch_spec import Buffer, LaunchSpec, Scalar, SpecError, elem_type
+from superopt.specs.launch_spec import Buffer, LaunchSpec, Scalar, SpecError, elem_type
 
 __all__ = ["KernelDecl", "find_kernels", "find_directives", "parse_directive", "split_top",
            "directive_spec"]
@@ -298,7 +298,7 @@ def _dims(val: str, what: str) -> list:
 
 def directive_spec(text: str, kernel: str, params: list, cxx_names: list | None) -> LaunchSpec:
     """A LaunchSpec from one directive for a kernel whose params are ``params``
-    (:class:`superopt.spec_facts.ParamInfo`) with C++ names ``cxx_names`` (or None)."""
+    (:class:`superopt.specs.facts.ParamInfo`) with C++ names ``cxx_names`` (or None)."""
     d = parse_directive(text)
     if d["grid"] is None or d["block"] is None:
         raise SpecError("nvcc-plus comment: grid= and block= are required")
