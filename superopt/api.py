@@ -69,7 +69,7 @@ def _save_records(records: dict, source: str | None) -> str | None:
     if not folder or not records.get("kernels"):
         return None
     from superopt.store.cache import atomic_write_text
-    from superopt.candidates import text_hash
+    from superopt.search.candidates import text_hash
 
     stem = Path(source).name if source else "module"
     name = f"{stem}.{records.get('target')}.{text_hash(json.dumps(records, sort_keys=True))[:8]}.json"

@@ -131,10 +131,10 @@ def try_command(pass_file: Path, targets, backend, arch, json_out):
     from rich.table import Table
 
     import ptx_ir
-    from superopt.candidates import Step, make_candidate
+    from superopt.search.candidates import Step, make_candidate
     from superopt.optimize import find_spec
     from superopt.passes import load_pass_file, param_grid
-    from superopt.search import Judge, evaluate
+    from superopt.search.loop import Judge, evaluate
     from superopt.judge.ptxas import run_ptxas
 
     console = _console()

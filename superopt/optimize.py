@@ -12,12 +12,12 @@ from pathlib import Path
 import ptx_ir
 from superopt.store import record as rec
 from superopt.store.cache import DecisionCache, decision_key
-from superopt.candidates import PlanDidNotApply, Step, apply_plan, text_hash
+from superopt.search.candidates import PlanDidNotApply, Step, apply_plan, text_hash
 from superopt.store.lockfile import Lockfile, find_lockfile
 from superopt.passes import registry
 from superopt.judge.ptxas import ptxas_version
 from superopt.model.proposer import model_identity, search_with_model
-from superopt.search import Judge, SearchOptions
+from superopt.search.loop import Judge, SearchOptions
 
 
 @dataclass

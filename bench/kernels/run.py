@@ -36,7 +36,7 @@ from pathlib import Path
 
 import ptx_ir
 from superopt.specs.launch_spec import Scalar, load_specs
-from superopt.search import Judge, SearchOptions, search_kernel
+from superopt.search.loop import Judge, SearchOptions, search_kernel
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -110,7 +110,7 @@ def with_sizes(specs: dict, sizes: dict) -> dict:
 
 
 def _candidate_ptx(module, kernel: str, entry: dict) -> str:
-    from superopt.candidates import Step, make_candidate
+    from superopt.search.candidates import Step, make_candidate
     cand = make_candidate(module, kernel, [Step.from_dict(st) for st in entry["plan"]])
     if cand is None:
         raise RuntimeError(f"{kernel}: the winning plan {entry['id']} no longer applies")

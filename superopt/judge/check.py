@@ -8,7 +8,7 @@ buffer. What it does, and why:
   distributions (floats: normal, specials with NaN/±Inf/denormals/-0, uniform, large, ...;
   ints: small, full range, near the bounds). :func:`run_baseline` and ``check(baseline=)``
   split the work so that a search can reuse the baseline's runs on one family of inputs
-  for several candidates (``superopt.search.Judge`` does, until a rejection, and checks the
+  for several candidates (``superopt.search.loop.Judge`` does, until a rejection, and checks the
   candidate it keeps once more on inputs of its own).
 * **Sizes that are not multiples of the block.** Scalars that buffer lengths (or the
   grid) depend on get other values in later sets (smaller, not multiples of block.x),
@@ -336,7 +336,7 @@ class BaselineRuns:
     of every set, which elements it leaves unwritten, its slowest launch.
 
     A search judges many candidates against one baseline; the baseline's behaviour on a
-    given set of inputs does not depend on the candidate, so :class:`~superopt.search.Judge`
+    given set of inputs does not depend on the candidate, so :class:`~superopt.search.loop.Judge`
     reuses one ``BaselineRuns`` for the candidates of a kernel (each candidate still gets
     fresh output poisons unlike the baseline's values) and draws fresh inputs again after a
     rejection, whose evidence reveals input values."""

@@ -1,6 +1,6 @@
 """The model proposer: a language model proposes rewrites; the judge decides.
 
-Two ways to ask (both give ordinary :class:`superopt.candidates.Candidate` objects):
+Two ways to ask (both give ordinary :class:`superopt.search.candidates.Candidate` objects):
 
 * **plan mode** -- the model answers a JSON plan of pass applications, constrained by a
   schema generated from the registered passes (:mod:`superopt.model.schema`);

@@ -246,7 +246,7 @@ def propose_command(file, kernel, spec_file, test_model, local, url, model, back
     from superopt.model.base import ModelConfig, ModelError
     from superopt.model.proposer import ModelProposer, ProposerOptions, search_with_model
     from superopt.optimize import find_spec, options_from_config
-    from superopt.search import Judge
+    from superopt.search.loop import Judge
 
     try:
         be = _backend_from_options(test_model, local, url, model)

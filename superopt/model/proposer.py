@@ -2,14 +2,14 @@
 
 For one kernel (:func:`search_with_model`):
 
-1. the rule search runs first (:func:`superopt.search.search_kernel`), which gives the
+1. the rule search runs first (:func:`superopt.search.loop.search_kernel`), which gives the
    baseline's ptxas resources, its measured time where a GPU exists, and what the rules
    found -- all of which go into the prompt;
 2. rounds (the first, then repair rounds): in each mode (plan, rewrite) one request for
    ``samples`` answers (best-of-N); every answer is parsed (plan: checked against the
    registry and applied; rewrite: parsed by ptx_ir, name/parameters/directives/globals
    checked, spliced into the module), de-duplicated against everything seen, and judged
-   (:func:`superopt.search.evaluate`: ptxas, the differential check, timing). Every
+   (:func:`superopt.search.loop.evaluate`: ptxas, the differential check, timing). Every
    failure -- cut off, unparsable, did not apply, duplicate, ptxas error (with the line it
    names), check mismatch (set, buffer, index, values), not faster -- becomes an attempt
    line in the next round's prompt;
@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 
 import ptx_ir
 from ptx_ir.printer import emit_function
-from superopt.candidates import Candidate, PlanDidNotApply, apply_plan, text_hash
+from superopt.search.candidates import Candidate, PlanDidNotApply, apply_plan, text_hash
 from superopt.model.base import Completion, Constraint, ModelBackend, ModelConfig, ModelError, make_backend
 from superopt.model.prompt import Attempt, KernelContext, build_messages, prompt_hash
 
@@ -235,7 +235,7 @@ class ModelProposer:
             known: list[dict] | None = None, baseline_ptx: str | None = None) -> tuple[list[Candidate], ProposalLog]:
         """Rounds of requests; returns the distinct candidates made and the log."""
         from superopt.judge.ptxas import run_ptxas
-        from superopt.search import evaluate
+        from superopt.search.loop import evaluate
         o = self.options
         t0 = time.monotonic()
         fn = module.function(kernel)
@@ -366,12 +366,12 @@ def model_identity(env=None) -> str | None:
 
 def search_with_model(module, kernel: str, spec, *, target: str, options, judge,
                       proposer: ModelProposer | None = None, extra: list | None = None):
-    """:func:`superopt.search.search_kernel` plus the model's candidates.
+    """:func:`superopt.search.loop.search_kernel` plus the model's candidates.
 
     ``proposer=None`` takes the configured one (``NVCC_PLUS_LLM_*``); with none configured
     this is exactly ``search_kernel`` (rules only).
     """
-    from superopt.search import search_kernel
+    from superopt.search.loop import search_kernel
     if proposer is None:
         try:
             proposer = proposer_from_env()
@@ -418,7 +418,7 @@ def attach_texts(record: dict, module, kernel: str, candidates: list[Candidate])
         if e.get("fate") in GOOD_FATES or e.get("fate") == "not-faster":
             c = by_hash.get(e.get("ptx_hash"))
             if c is None and e.get("plan"):
-                from superopt.candidates import Step, make_candidate
+                from superopt.search.candidates import Step, make_candidate
                 try:
                     c = make_candidate(module, kernel, [Step.from_dict(s) for s in e["plan"]])
                 except Exception:   # noqa: BLE001 - texts are a by-product

@@ -22,7 +22,7 @@ import re
 
 import ptx_ir
 from ptx_ir.printer import emit_decl, emit_directive, emit_function
-from superopt.candidates import Candidate, Step
+from superopt.search.candidates import Candidate, Step
 from superopt.passes import Change, register
 
 PASS_NAME = "model-rewrite"

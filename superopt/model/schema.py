@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from superopt.candidates import Step
+from superopt.search.candidates import Step
 
 # Pseudo-passes that must never appear on the model's menu.
 HIDDEN_PASSES = frozenset({"model-rewrite"})

@@ -115,7 +115,7 @@ def test_passes():
 # ---------------------------------------------------------------------------------- judge
 
 class FakeJudge:
-    """Stands in for superopt.search.Judge (same interface) where no PTX emulator or GPU is
+    """Stands in for superopt.search.loop.Judge (same interface) where no PTX emulator or GPU is
     available: it 'runs' nothing; a candidate whose vadd body contains ``sub.f32`` is rejected
     with a mismatch like the real check reports, every other is accepted; timing says
     1.3x faster when the candidate loads through the non-coherent cache, else not faster."""

@@ -25,7 +25,7 @@ from superopt.specs.launch_spec import Buffer, LaunchSpec, Scalar
 from superopt.model.cli import CHECK_KERNEL
 from superopt.model.client import ServerBackend
 from superopt.model.proposer import GOOD_FATES, ModelProposer, ProposerOptions, search_with_model
-from superopt.search import SearchOptions
+from superopt.search.loop import SearchOptions
 from tests.model.helpers import FakeJudge, OpenAIStandIn, need_llm
 
 PARSED_FATES = set(GOOD_FATES) | {"not-faster", "rejected-ptxas", "rejected-check", "not-judged", "did-not-apply",
@@ -40,7 +40,7 @@ def check_spec() -> LaunchSpec:
 def judge():
     """The CPU emulator when it exists, else the fake judge (same interface)."""
     from superopt.judge.backends.base import BackendUnavailable, get_backend
-    from superopt.search import Judge
+    from superopt.search.loop import Judge
     try:
         ok, _ = get_backend("emulator").available()
     except BackendUnavailable:

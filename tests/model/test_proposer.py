@@ -12,10 +12,10 @@ import pytest
 from click.testing import CliRunner
 
 import ptx_ir
-from superopt.candidates import apply_plan
+from superopt.search.candidates import apply_plan
 from superopt.model.base import ModelConfig, ModelError
 from superopt.model.proposer import ModelProposer, ProposerOptions, search_with_model
-from superopt.search import SearchOptions, search_kernel
+from superopt.search.loop import SearchOptions, search_kernel
 from tests.model.helpers import VADD, VADD_FN, VADD_GOOD, VADD_WRONG, FakeJudge, PlantedModel, vadd_spec
 
 GOOD_PLAN = '{"steps":[{"pass":"test-nc-loads","params":{"which":"all"}}]}'
@@ -245,7 +245,7 @@ def test_emulator_judges_planted_rewrites_when_it_exists(test_passes):
         pytest.skip(f"the emulator backend is not available yet: {e}")
     if not ok:
         pytest.skip(f"the emulator backend is not available: {why}")
-    from superopt.search import Judge
+    from superopt.search.loop import Judge
     model = PlantedModel({"rewrite": [[VADD_WRONG], [VADD_GOOD]]})
     module = ptx_ir.parse(VADD)
     result = search_with_model(module, "vadd", vadd_spec(), target="sm_90",

@@ -15,7 +15,7 @@ import pytest
 import ptx_ir
 from ptx_ir.opcodes import OPCODES
 from ptx_ir.printer import emit_function
-from superopt.candidates import Step, apply_plan
+from superopt.search.candidates import Step, apply_plan
 from superopt.model.grammar import GRAMMAR_FILE, ebnf_literal, function_header, grammar_text, kernel_grammar
 from superopt.model.rewrite import PASS_NAME, RewriteError, make_rewrite_candidate, parse_function
 from superopt.model.schema import PlanError, parse_plan, plan_schema

@@ -12,9 +12,9 @@ import pytest
 import ptx_ir
 from ptx_ir import Imm
 from superopt import passes
-from superopt.candidates import Step, make_candidate
+from superopt.search.candidates import Step, make_candidate
 from superopt.optimize import optimize_module
-from superopt.search import SearchOptions, search_kernel
+from superopt.search.loop import SearchOptions, search_kernel
 from reports import render
 from reports.compare import compare, gate
 from reports.load import validate
@@ -142,7 +142,7 @@ def test_no_gpu_applies_nothing_by_default_and_estimates_only_on_request(monkeyp
     estimate_opts = SearchOptions(passes=OPTS.passes, no_gpu="estimate")
     same = search_kernel(module(), KERNEL, {"x": 1}, target="sm_90", options=estimate_opts, judge=judge)
     assert same.winner is None and "cheaper" in same.record["reason"]   # commuting costs the same
-    import superopt.search as search_mod
+    import superopt.search.loop as search_mod
     real = search_mod.static_estimate
     monkeypatch.setattr(search_mod, "static_estimate",
                         lambda ptx, k: real(ptx, k) - ("ld.global.nc.u32" in ptx))
@@ -215,7 +215,7 @@ def test_make_candidate_returns_none_when_a_step_does_not_fire():
 def _fake_judge(name: str):
     """A real Judge over the CPU fake backend of tests/judge, with the judge kernel's spec."""
     from superopt.judge.backends.base import register_backend
-    from superopt.search import Judge
+    from superopt.search.loop import Judge
     from tests.judge.judge_fake_backend import FakeBackend
     from tests.judge.planted import judge_spec
     fake = FakeBackend()
@@ -274,7 +274,7 @@ def test_greedy_combination_is_judged_and_kept_only_when_faster(both, winner):
 
 
 def test_conflicting_passes_are_not_combined():
-    from superopt.search import _conflicts
+    from superopt.search.loop import _conflicts
     assert _conflicts([Step("unroll", {"factor": 2}), Step("nounroll", {"scope": "innermost"})])
     assert not _conflicts([Step("unroll", {"factor": 2}), Step("occupancy", {})])
 

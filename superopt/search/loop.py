@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import ptx_ir
 from superopt.store import record as rec
-from superopt.candidates import Candidate, Step, make_candidate, text_hash
+from superopt.search.candidates import Candidate, Step, make_candidate, text_hash
 from superopt.passes import param_grid, registry
 from superopt.judge.ptxas import run_ptxas
 

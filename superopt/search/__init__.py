@@ -1,0 +1,1 @@
+"""Making candidates and choosing among them: candidates, rule proposals, the search loop."""
