@@ -21,6 +21,7 @@ Flags: --plus-mode=, --plus-config=, --plus-real-nvcc=, --plus-timeout=, --plus-
 """
 from __future__ import annotations
 
+import math
 import os
 
 MODES = ("off", "roundtrip", "optimize")
@@ -52,15 +53,10 @@ class Config:
 
 
 def find_config_file(start: str | None = None) -> str | None:
-    d = os.path.abspath(start or os.getcwd())
-    while True:
-        cand = os.path.join(d, CONFIG_NAME)
-        if os.path.isfile(cand):
-            return cand
-        parent = os.path.dirname(d)
-        if parent == d:
-            return None
-        d = parent
+    """The nvcc-plus.toml of the project: from ``start`` (the working directory) up to the
+    project root, never past it (see superopt.store.discovery)."""
+    from superopt.store.discovery import find_upwards
+    return find_upwards(CONFIG_NAME, start)
 
 
 def _truthy(v: object) -> bool:
@@ -73,7 +69,10 @@ def _timeout(v: object, where: str, problems: list[str]) -> float | None | bool:
     try:
         t = float(v)  # type: ignore[arg-type]
     except (TypeError, ValueError):
-        problems.append(f"{where}: timeout {v!r} is not a number; ignored")
+        t = math.nan
+    if not math.isfinite(t) or t < 0:
+        problems.append(f"{where}: timeout {v!r} is not a number of seconds >= 0 (0 = no limit); "
+                        f"using the default {DEFAULT_TIMEOUT:g} s")
         return False
     return t if t > 0 else None
 
@@ -85,7 +84,8 @@ def load(plus: dict[str, str] | None = None, env: dict[str, str] | None = None,
     cfg = Config()
     mode_src = "default"
 
-    path = plus.get("config") or env.get("NVCC_PLUS_CONFIG") or find_config_file(cwd)
+    named = plus.get("config") or env.get("NVCC_PLUS_CONFIG")
+    path = named or find_config_file(cwd)
     if path:
         try:
             import tomllib
@@ -105,7 +105,14 @@ def load(plus: dict[str, str] | None = None, env: dict[str, str] | None = None,
         if "mode" in drv:
             cfg.mode, mode_src = str(drv["mode"]), path
         if drv.get("real_nvcc"):
-            cfg.real_nvcc = os.path.join(base, os.path.expanduser(str(drv["real_nvcc"])))
+            # A program to run is honoured only from a file the user named: a discovered
+            # file may come from a folder someone else controls.
+            if named:
+                cfg.real_nvcc = os.path.join(base, os.path.expanduser(str(drv["real_nvcc"])))
+            else:
+                cfg.problems.append(
+                    f"{path}: real_nvcc ignored in a discovered config file (name the file with "
+                    f"NVCC_PLUS_CONFIG or --plus-config=, or set NVCC_PLUS_REAL_NVCC)")
         if "timeout" in drv:
             t = _timeout(drv["timeout"], path, cfg.problems)
             if t is not False:

@@ -104,6 +104,10 @@ def candidates(configured: str | None, env: dict[str, str]) -> list[tuple[str, s
 
 def find(configured: str | None = None, env: dict[str, str] | None = None) -> str:
     env = os.environ if env is None else env
+    if configured and not is_executable(configured):
+        # A setting the user made must not be replaced silently by another nvcc.
+        raise NotFound(f"the configured nvcc {configured!r} (NVCC_PLUS_REAL_NVCC, --plus-real-nvcc "
+                       f"or real_nvcc in nvcc-plus.toml) is not an executable file; fix or unset it")
     depth = current_depth(env)
     good: list[str] = []
     for path, _where in candidates(configured, env):

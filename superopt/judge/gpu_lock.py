@@ -6,7 +6,8 @@
 
 An fcntl lock on ``<lock dir>/gpu-<id>.lock``: released by the kernel when the process exits,
 so a crashed compilation never leaves a stale lock. The lock dir is NVCC_PLUS_LOCK_DIR, else
-$XDG_RUNTIME_DIR/nvcc-plus, else <tmp>/nvcc-plus-locks-<uid>. The id is whatever names the GPU
+$XDG_RUNTIME_DIR/nvcc-plus, else <tmp>/nvcc-plus-locks-<uid>, created private (mode 0700,
+owner checked, never through a symlink: see superopt.judge.private_dir). The id is whatever names the GPU
 stably (an index, or better a UUID from CUDA_VISIBLE_DEVICES/cuDeviceGetUuid).
 """
 from __future__ import annotations
@@ -17,6 +18,8 @@ import re
 import tempfile
 import time
 from contextlib import contextmanager
+
+from superopt.judge.private_dir import open_private, private_dir
 
 
 class LockTimeout(TimeoutError):
@@ -29,8 +32,7 @@ def lock_dir() -> str:
         xdg = os.environ.get("XDG_RUNTIME_DIR")
         d = (os.path.join(xdg, "nvcc-plus") if xdg and os.path.isdir(xdg)
              else os.path.join(tempfile.gettempdir(), f"nvcc-plus-locks-{os.getuid()}"))
-    os.makedirs(d, mode=0o700, exist_ok=True)
-    return d
+    return private_dir(d)
 
 
 def lock_path(gpu: int | str) -> str:
@@ -41,7 +43,7 @@ def lock_path(gpu: int | str) -> str:
 @contextmanager
 def gpu_lock(gpu: int | str, timeout: float | None = None, poll: float = 0.05):
     """Hold GPU ``gpu`` exclusively. timeout None waits forever; 0 tries once."""
-    fd = os.open(lock_path(gpu), os.O_RDWR | os.O_CREAT, 0o600)
+    fd = open_private(lock_path(gpu), os.O_RDWR | os.O_CREAT)
     try:
         if timeout is None:
             fcntl.flock(fd, fcntl.LOCK_EX)

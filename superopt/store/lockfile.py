@@ -22,12 +22,13 @@ def find_lockfile(start: Path | None = None) -> Path | None:
     env = os.environ.get("NVCC_PLUS_LOCKFILE")
     if env:
         return Path(env)
-    here = (start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        candidate = folder / LOCK_NAME
-        if candidate.exists():
-            return candidate
-    return None
+    from superopt.store.discovery import find_upwards
+    found = find_upwards(LOCK_NAME, str(start or Path.cwd()))   # never past the project root
+    return Path(found) if found else None
+
+
+class LockfileError(ValueError):
+    """A lockfile that cannot be used; the message names the file."""
 
 
 class Lockfile:
@@ -35,9 +36,16 @@ class Lockfile:
         self.path = Path(path)
         self.entries: dict[str, dict] = {}
         if self.path.exists():
-            data = json.loads(self.path.read_text())
+            try:
+                data = json.loads(self.path.read_text())
+            except (OSError, UnicodeDecodeError, ValueError) as exc:
+                raise LockfileError(f"{self.path}: not a readable lockfile ({exc}); "
+                                    f"fix it (merge conflict?) or delete it") from None
+            if not isinstance(data, dict) or not isinstance(data.get("decisions", {}), dict):
+                raise LockfileError(f"{self.path}: not a lockfile (expected an object with "
+                                    f"'version' and 'decisions')")
             if data.get("version") != LOCK_VERSION:
-                raise ValueError(f"{self.path}: lockfile version {data.get('version')} is not "
+                raise LockfileError(f"{self.path}: lockfile version {data.get('version')} is not "
                                  f"{LOCK_VERSION}; delete it and rebuild with a GPU to re-create it")
             self.entries = data.get("decisions", {})
 

@@ -33,7 +33,10 @@ def test_toml_found_upward_and_precedence(tmp_path):
     cfg = C.load({}, {}, cwd=str(deep))
     assert cfg.mode == "roundtrip" and cfg.timeout == 12
     assert cfg.report_dir == str(tmp_path / "rec")
-    assert cfg.real_nvcc == str(tmp_path / "bin" / "nvcc")
+    # A discovered file may not name a program to run (issue 12); a named one may.
+    assert cfg.real_nvcc is None and any("real_nvcc ignored" in p for p in cfg.problems)
+    named = C.load({}, {"NVCC_PLUS_CONFIG": str(tmp_path / "nvcc-plus.toml")}, cwd=str(deep))
+    assert named.real_nvcc == str(tmp_path / "bin" / "nvcc")
     assert cfg.optimizer_config()["superopt"] == {"budget": 3}
     assert cfg.optimizer_config()["config_path"] == str(tmp_path / "nvcc-plus.toml")
     assert C.load({}, {"NVCC_PLUS_MODE": "off"}, cwd=str(deep)).mode == "off"
