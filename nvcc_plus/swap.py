@@ -13,11 +13,14 @@ import re
 import signal
 import tempfile
 import threading
+import time
 from dataclasses import dataclass, field
 
 
-class OptimizerTimeout(Exception):
-    pass
+class OptimizerTimeout(BaseException):
+    """The hard limit fired. A BaseException on purpose: the optimizer contains each
+    candidate's failures with ``except Exception``, which must not swallow the limit (it
+    did once: NVCC_PLUS_TIMEOUT never fired)."""
 
 
 @dataclass
@@ -141,10 +144,14 @@ def swap_file(path: str, *, optimizer, mode: str, source: str | None, target: st
     except UnicodeDecodeError:
         res.error = "PTX is not UTF-8 text"
         return res
+    if timeout and timeout > 0:
+        # The optimizer's own soft limit: it stops searching in time and keeps what it has
+        # decided; the alarm above is the hard stop behind it.
+        config = {**config, "deadline": time.time() + timeout}
     try:
         outcome = _call_with_timeout(optimizer, timeout, text, mode=mode, source=source,
                                      target=target, config=config)
-    except Exception as exc:  # noqa: BLE001 - any failure of the optimizer is contained
+    except (Exception, OptimizerTimeout) as exc:  # noqa: BLE001 - any failure of the optimizer is contained
         res.error = describe(exc)
         res.kernel = getattr(exc, "kernel", None)
         return res

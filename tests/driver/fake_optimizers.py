@@ -57,6 +57,18 @@ def slow(ptx, *, mode="optimize", source=None, target=None, config=None):
     return OptimizeOutcome(ptx=ptx, changed=False)
 
 
+def swallowing(ptx, *, mode="optimize", source=None, target=None, config=None):
+    """Contains every failure per candidate, as the search does: the limit must still fire."""
+    _log(source, target)
+    end = time.monotonic() + 30
+    while time.monotonic() < end:
+        try:
+            time.sleep(0.01)
+        except Exception:  # noqa: BLE001 - the pattern that once swallowed the timeout
+            continue
+    return OptimizeOutcome(ptx=ptx, changed=False)
+
+
 def chatty(ptx, *, mode="optimize", source=None, target=None, config=None):
     """Messages for the user, and a record where superopt writes its own (NVCC_PLUS_REPORT_DIR)."""
     _log(source, target)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -240,6 +241,15 @@ def test_optimizer_timeout(src):
     p = plus(["-c", "k.cu", "-o", "k.o"], src, opt_env("slow", NVCC_PLUS_TIMEOUT="0.5"))
     assert plus_lines(p.stderr) == [
         "nvcc-plus: k.cu: optimizer timed out after 0.5 s (compute_75); using nvcc's own PTX"]
+
+
+def test_optimizer_timeout_is_not_swallowed_by_except_exception(src):
+    t0 = time.monotonic()
+    p = plus(["-c", "k.cu", "-o", "k.o"], src, opt_env("swallowing", NVCC_PLUS_TIMEOUT="0.5"))
+    assert p.returncode == 0
+    assert plus_lines(p.stderr) == [
+        "nvcc-plus: k.cu: optimizer timed out after 0.5 s (compute_75); using nvcc's own PTX"]
+    assert time.monotonic() - t0 < 25      # the optimizer would run 30 s
 
 
 def test_optimizer_that_cannot_be_imported(src):
