@@ -41,7 +41,8 @@ from superopt.specs.launch_spec import ElemType, LaunchSpec, SpecError, elem_typ
 __all__ = [
     "GUARD_BYTES", "InputSet", "fresh_seed", "make_rng", "generate", "poison", "complement_poison",
     "poison_unlike", "make_guards", "make_input_set", "FLOAT_DISTS", "INT_DISTS",
-    "default_distribution", "float_specials", "is_nan_bits",
+    "default_distribution", "float_specials", "is_nan_bits", "size_variants", "tail_variants",
+    "free_scalars",
 ]
 
 GUARD_BYTES = 256
@@ -402,19 +403,75 @@ def make_input_set(spec: LaunchSpec, seed: int | None = None, index: int = 0, *,
             dists[b.name] = d
         guards[b.name] = make_guards(rng)
     if label is None:
-        sizes = ", ".join(f"{k}={v}" for k, v in env.items() if k in spec.size_params())
+        shown = set(spec.size_params()) | set(scalars or {})
+        sizes = ", ".join(f"{k}={v}" for k, v in env.items() if k in shown)
         label = f"set {index}" + (f" ({sizes})" if sizes else "")
     return InputSet(index=index, label=label, seed=seed, spec=rs, data=data, guards=guards,
                     distributions=dists)
 
 
+# Vector widths (elements) and unroll factors the passes version on: sizes in the extra
+# "tail" sets cover every residue modulo 8 and the residue 15 modulo 16, and one main set is
+# an exact multiple of the block and of 16, so a rewrite that is wrong only for one residue
+# (or only when nothing is left over) meets an input that shows it.
+TAIL_RESIDUES = (0, 1, 2, 3, 4, 5, 6, 7, 15)
+MULTIPLE_OF = 16
+
+
+def free_scalars(spec: LaunchSpec) -> list:
+    """Scalars a kernel must not be specialised on: not a size (buffer lengths and the grid
+    do not depend on them), not pinned by the spec, no explicit ``values``. Integer ones
+    only where the spec lets sizes vary (an inferred spec proved its bounds for its values
+    alone)."""
+    sizes = set(spec.size_params())
+    out = []
+    for s in spec.scalars:
+        if s.name in sizes or s.pinned or s.values:
+            continue
+        if s.elem.is_float or spec.vary_sizes:
+            out.append(s)
+    return out
+
+
+def _free_value(s, i: int, rng: np.random.Generator):
+    """Set ``i``'s value of free scalar ``s``: other signs, zero, -0.0, other magnitudes."""
+    v = s.value
+    if s.elem.is_float:
+        a = float(v) if v else 1.5
+        choices = [-a, 0.0, -0.0, a * float(rng.uniform(50, 5000)), float(rng.normal()) * 3.0 or 0.25]
+        return choices[(i - 1) % len(choices)]
+    v = int(v)
+    if v > 1:
+        choices = [0, 1, v // 2, v - 1]
+    elif v in (0, 1):
+        choices = [1 - v, v]
+    else:
+        choices = [-1, 0, v // 2 or v]
+    return choices[(i - 1) % len(choices)]
+
+
+def _size_value(v: int, i: int, bx: int, rng: np.random.Generator) -> int:
+    step = bx * MULTIPLE_OF // np.gcd(bx, MULTIPLE_OF)
+    if i % 3 == 1 and v >= step:
+        return (v // step) * step                       # an exact multiple of block and of 16
+    if i % 3 == 2:
+        cand = v - int(rng.integers(1, max(2, min(bx, v))))   # a little smaller, not a multiple
+    else:
+        cand = int(rng.integers(1, max(2, min(v, 2 * bx))))   # part of one or two blocks
+    if cand % bx == 0 and cand > 1:
+        cand -= 1
+    return max(1, cand)
+
+
 def size_variants(spec: LaunchSpec, count: int, rng: np.random.Generator) -> list[dict]:
-    """Scalar overrides for ``count`` input sets: the spec's values first, then sizes that
-    are not multiples of the block (smaller than the spec's, so a fixed grid still covers
-    them), then explicit ``values`` lists of scalars when given."""
+    """Scalar overrides for ``count`` input sets: the spec's values first; then sizes that
+    are exact multiples of the block, a little smaller and not multiples, or small (never
+    larger than the spec's, so a fixed grid still covers them); explicit ``values`` lists of
+    scalars when given; and fresh values of the free scalars (:func:`free_scalars`)."""
     out: list[dict] = [{}]
     explicit = {s.name: s.values for s in spec.scalars if s.values}
     sizes = [n for n in spec.size_params() if n not in explicit] if spec.vary_sizes else []
+    free = free_scalars(spec)
     bx = spec.block[0]
     base = spec.scalar_values()
     for i in range(1, count):
@@ -423,16 +480,32 @@ def size_variants(spec: LaunchSpec, count: int, rng: np.random.Generator) -> lis
             ov[name] = vals[(i - 1) % len(vals)]
         for name in sizes:
             v = int(base[name])
-            if v <= 1:
-                continue
-            if i % 2 == 1:
-                # a little smaller and not a multiple of the block
-                cand = v - int(rng.integers(1, max(2, min(bx, v))))
-            else:
-                # a small size: part of one or two blocks
-                cand = int(rng.integers(1, max(2, min(v, 2 * bx))))
-            if cand % bx == 0 and cand > 1:
-                cand -= 1
-            ov[name] = max(1, cand)
+            if v > 1:
+                ov[name] = _size_value(v, i, bx, rng)
+        for s in free:
+            ov[s.name] = _free_value(s, i, rng)
         out.append(ov)
     return out[:count]
+
+
+def tail_variants(spec: LaunchSpec, rng: np.random.Generator) -> list[dict]:
+    """Overrides for the small "tail" sets: every size parameter at ``k*16 + r`` for each
+    residue ``r`` of :data:`TAIL_RESIDUES` (at most the spec's value). Empty when the spec
+    does not let sizes vary or has no size parameter."""
+    explicit = {s.name for s in spec.scalars if s.values}
+    sizes = [n for n in spec.size_params() if n not in explicit] if spec.vary_sizes else []
+    if not sizes:
+        return []
+    base = spec.scalar_values()
+    out = []
+    for r in TAIL_RESIDUES:
+        ov = {}
+        for name in sizes:
+            v = int(base[name])
+            top = min(v, 2 * spec.block[0] + MULTIPLE_OF)
+            k = max(0, (top - r) // MULTIPLE_OF)
+            if k * MULTIPLE_OF + r <= v and k * MULTIPLE_OF + r >= 1:
+                ov[name] = k * MULTIPLE_OF + r
+        if ov and ov not in out:
+            out.append(ov)
+    return out

@@ -215,6 +215,10 @@ class Scalar:
     # Other values the checker may use in further input sets (e.g. sizes). None: the
     # checker decides (size parameters get sizes that are not multiples of the block).
     values: list | None = None
+    # The kernel may rely on this value (a compile-time-like constant of the program): the
+    # checker does not vary it, and the evidence says so. Unpinned scalars that fix no
+    # length or grid get other values (signs, zero, -0.0, magnitudes) in further sets.
+    pinned: bool = False
     kind: str = field(default="scalar", init=False)
 
     def __post_init__(self):
@@ -231,6 +235,8 @@ class Scalar:
         d = {"name": self.name, "kind": "scalar", "type": self.type, "value": self.value}
         if self.values is not None:
             d["values"] = list(self.values)
+        if self.pinned:
+            d["pinned"] = True
         return d
 
 
@@ -319,7 +325,10 @@ def param_from_dict(d: dict) -> ParamSpec:
     if kind == "scalar":
         if "value" not in d:
             raise SpecError(f"scalar {name!r}: no value")
-        p = Scalar(name=name, type=t, value=d.pop("value"), values=d.pop("values", None))
+        pinned = d.pop("pinned", False)
+        if not isinstance(pinned, bool):
+            raise SpecError(f"scalar {name!r}: pinned must be true or false, not {pinned!r}")
+        p = Scalar(name=name, type=t, value=d.pop("value"), values=d.pop("values", None), pinned=pinned)
     elif kind == "buffer":
         length = d.pop("length", d.pop("length_expr", None))
         if length is None:

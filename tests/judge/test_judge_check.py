@@ -7,6 +7,7 @@ import pytest
 
 from tests.judge.judge_fake_backend import FakeBackend, fake_ptx
 from superopt.judge.backends.base import register_backend
+from superopt.judge.inputs import TAIL_RESIDUES
 from superopt.judge.check import (ACCEPTED, COULD_NOT_JUDGE, REJECTED, Policy, check, compare_values, diff_stats,
                             entry_params, resolve_kernel)
 from superopt.specs.launch_spec import elem_type, load_spec
@@ -79,9 +80,14 @@ def test_equivalent_accepted(fake, variant):
     assert v.status == ACCEPTED, v.summary()
     assert v.exit_code == 0 and v.accepted
     ev = v.evidence
-    assert len(ev["sets"]) == 4
+    # 4 main sets, then the small tail sets (every residue mod 8, and 15 mod 16)
+    assert len(ev["sets"]) == 4 + len(TAIL_RESIDUES)
     ns = [s["scalars"]["n"] for s in ev["sets"]]
-    assert ns[0] == 5000 and all(n % 256 for n in ns)
+    assert ns[0] == 5000
+    assert any(n % 256 for n in ns) and any(n % 256 == 0 for n in ns)   # tails and exact multiples
+    assert {n % 8 for n in ns} == set(range(8))
+    a_values = {s["scalars"]["a"] for s in ev["sets"]}
+    assert {1.7, -1.7, 0.0} <= a_values                # the free scalar a is varied
     assert any("specials" in s["distributions"].values() for s in ev["sets"])
     assert ev["max_diff"]["out"]["max_ulp_diff"] == 0
     assert fake.calls == 2                                   # baseline once, candidate once (module loads)

@@ -1,9 +1,12 @@
 """Input generation: distributions, specials, never-all-zero, fresh seeds, poison (CPU only)."""
+import math
+
 import numpy as np
 import pytest
 
 from superopt.judge.inputs import (FLOAT_DISTS, INT_DISTS, complement_poison, float_specials, fresh_seed, generate,
-                             is_nan_bits, make_input_set, make_rng, poison, poison_unlike, size_variants)
+                             is_nan_bits, make_input_set, make_rng, poison, poison_unlike, size_variants,
+                             tail_variants)
 from superopt.specs.launch_spec import ELEM_TYPES, LaunchSpec, elem_type, load_spec
 from pathlib import Path
 
@@ -112,10 +115,32 @@ def test_input_set_contents():
         assert len(front) == 256 and len(back) == 256 and front != back
 
 
-def test_size_variants_not_multiples_of_block():
+def test_size_variants_multiples_and_not_multiples_of_block():
     vs = size_variants(SPEC, 6, make_rng(2))
     assert vs[0] == {}
     ns = [v["n"] for v in vs[1:]]
-    assert all(1 <= n < 100000 and n % 256 != 0 for n in ns)
+    assert all(1 <= n < 100000 for n in ns)
+    assert any(n % 256 == 0 and n % 16 == 0 for n in ns)      # wrong only on exact multiples
+    assert any(n % 256 != 0 for n in ns)                      # and tails
     fixed = LaunchSpec.from_dict({**SPEC.to_dict(), "vary_sizes": False})
-    assert size_variants(fixed, 3, make_rng(2)) == [{}, {}, {}]
+    # sizes stay; the float scalar a (no length depends on it) still varies
+    assert all(set(v) <= {"a"} for v in size_variants(fixed, 3, make_rng(2)))
+
+
+def test_free_scalars_get_signs_zero_and_magnitudes_unless_pinned():
+    vs = size_variants(SPEC, 6, make_rng(3))
+    a = [v["a"] for v in vs[1:]]
+    assert -1.7 in a and 0.0 in a and any(abs(x) > 50 for x in a)
+    assert any(x == 0 and math.copysign(1, x) < 0 for x in a)          # -0.0
+    d = SPEC.to_dict()
+    d["params"] = [{**p, "pinned": True} if p["name"] == "a" else p for p in d["params"]]
+    pinned = LaunchSpec.from_dict(d)
+    assert all("a" not in v for v in size_variants(pinned, 6, make_rng(3)))
+    assert pinned.to_dict()["params"][3]["pinned"] is True
+
+
+def test_tail_sets_cover_every_residue():
+    tails = tail_variants(SPEC, make_rng(4))
+    ns = [v["n"] for v in tails]
+    assert {n % 8 for n in ns} == set(range(8)) and any(n % 16 == 15 for n in ns)
+    assert all(1 <= n <= 100000 for n in ns)
