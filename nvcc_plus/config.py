@@ -7,6 +7,7 @@ or named by ``NVCC_PLUS_CONFIG`` / ``--plus-config=PATH``::
     [driver]                     # (these keys may also sit at the top level)
     real_nvcc = "/usr/local/cuda/bin/nvcc"
     timeout = 600                # seconds the optimizer may spend on one PTX module
+    build_budget = 3600          # seconds for all compilations of one build (nvcc_plus.budget)
     verbose = false
     report_dir = "build/nvcc-plus-records"   # one JSON file per PTX module with records
 
@@ -14,9 +15,10 @@ The whole document is also handed to the optimizer (``config=``), so other table
 (``[superopt]``, kernel launch specs, ...) belong to it.
 
 Environment: NVCC_PLUS_MODE, NVCC_PLUS_CONFIG, NVCC_PLUS_REAL_NVCC, NVCC_PLUS_TIMEOUT,
+NVCC_PLUS_BUILD_BUDGET (and NVCC_PLUS_BUILD_LEDGER),
 NVCC_PLUS_VERBOSE, NVCC_PLUS_REPORT_DIR, and the developer hook NVCC_PLUS_OPTIMIZER=module:function
 (called instead of ``superopt.optimize_ptx``, with the same signature).
-Flags: --plus-mode=, --plus-config=, --plus-real-nvcc=, --plus-timeout=, --plus-verbose,
+Flags: --plus-mode=, --plus-config=, --plus-real-nvcc=, --plus-timeout=, --plus-build-budget=, --plus-verbose,
 --plus-report-dir= (removed before nvcc sees the command line).
 """
 from __future__ import annotations
@@ -28,7 +30,7 @@ MODES = ("off", "roundtrip", "optimize")
 DEFAULT_MODE = "optimize"
 DEFAULT_TIMEOUT = 600.0
 CONFIG_NAME = "nvcc-plus.toml"
-_DRIVER_KEYS = ("mode", "real_nvcc", "timeout", "verbose", "report_dir")
+_DRIVER_KEYS = ("mode", "real_nvcc", "timeout", "verbose", "report_dir", "build_budget")
 
 
 class Config:
@@ -38,6 +40,7 @@ class Config:
         self.mode: str = DEFAULT_MODE
         self.real_nvcc: str | None = None
         self.timeout: float | None = DEFAULT_TIMEOUT
+        self.build_budget: float | None = None     # seconds for the whole build (nvcc_plus.budget)
         self.verbose: bool = False
         self.report_dir: str | None = None
         self.optimizer: str | None = None          # "module:function", developer/test hook
@@ -117,6 +120,10 @@ def load(plus: dict[str, str] | None = None, env: dict[str, str] | None = None,
             t = _timeout(drv["timeout"], path, cfg.problems)
             if t is not False:
                 cfg.timeout = t
+        if "build_budget" in drv:
+            t = _timeout(drv["build_budget"], f"{path}: build_budget", cfg.problems)
+            if t is not False:
+                cfg.build_budget = t
         if "verbose" in drv:
             cfg.verbose = _truthy(drv["verbose"])
         rd = drv.get("report_dir") or drv.get("records_dir")
@@ -131,6 +138,10 @@ def load(plus: dict[str, str] | None = None, env: dict[str, str] | None = None,
         t = _timeout(env["NVCC_PLUS_TIMEOUT"], "NVCC_PLUS_TIMEOUT", cfg.problems)
         if t is not False:
             cfg.timeout = t
+    if env.get("NVCC_PLUS_BUILD_BUDGET"):
+        t = _timeout(env["NVCC_PLUS_BUILD_BUDGET"], "NVCC_PLUS_BUILD_BUDGET", cfg.problems)
+        if t is not False:
+            cfg.build_budget = t
     if env.get("NVCC_PLUS_VERBOSE"):
         cfg.verbose = _truthy(env["NVCC_PLUS_VERBOSE"])
     if env.get("NVCC_PLUS_REPORT_DIR") or env.get("NVCC_PLUS_RECORDS_DIR"):
@@ -146,6 +157,10 @@ def load(plus: dict[str, str] | None = None, env: dict[str, str] | None = None,
         t = _timeout(plus["timeout"], "--plus-timeout", cfg.problems)
         if t is not False:
             cfg.timeout = t
+    if "build-budget" in plus:
+        t = _timeout(plus["build-budget"], "--plus-build-budget", cfg.problems)
+        if t is not False:
+            cfg.build_budget = t
     if "verbose" in plus:
         cfg.verbose = _truthy(plus["verbose"])
     if "report-dir" in plus:

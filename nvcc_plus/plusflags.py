@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 PLUS_PREFIX = "--plus-"
-PLUS_FLAGS_WITH_VALUE = {"mode", "config", "real-nvcc", "timeout", "report-dir"}
+PLUS_FLAGS_WITH_VALUE = {"mode", "config", "real-nvcc", "timeout", "report-dir", "build-budget"}
 PLUS_FLAGS_BOOL = {"verbose"}
 
 

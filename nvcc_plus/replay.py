@@ -66,6 +66,9 @@ class Replayer:
         self.state = _State()
         self.optimizer = None
         self.optimizer_error: str | None = None
+        self.ledger = None                       # the build's budget (nvcc_plus.budget)
+        self.budget_left: float | None = None
+        self.budget_t0 = 0.0
         if cfg.report_dir:
             # superopt writes its records under NVCC_PLUS_REPORT_DIR itself; a directory given
             # by nvcc-plus.toml or --plus-report-dir reaches it the same way.
@@ -130,9 +133,10 @@ class Replayer:
                 st.fallbacks.append((source, self.optimizer_error, None, step.arch))
             return
         t0 = time.monotonic()
+        timeout, deadline = self._limits(source)
         res = swap.swap_file(step.ptx, optimizer=self.optimizer, mode=self.cfg.mode,
                              source=step.source_path or step.source, target=step.arch,
-                             config=self.cfg.optimizer_config(), timeout=self.cfg.timeout)
+                             config=self.cfg.optimizer_config(), timeout=timeout, deadline=deadline)
         if self.cfg.verbose:
             self.log.info(f"{source}: optimizer on {step.arch} took {time.monotonic() - t0:.2f} s"
                           f" ({'changed' if res.changed else 'unchanged'})")
@@ -146,8 +150,40 @@ class Replayer:
                 st.first_change = step.index
                 st.env_at_first_change = dict(env)
 
+    def _limits(self, source: str) -> tuple[float | None, float | None]:
+        """(hard timeout, soft deadline) of the next optimizer call: NVCC_PLUS_TIMEOUT, and
+        what is left of the build's budget. With nothing left the optimizer still applies
+        cached and locked decisions (the soft deadline has passed: it searches nothing)."""
+        timeout = self.cfg.timeout
+        if not self.cfg.build_budget or self.cfg.mode != "optimize":
+            return timeout, None
+        from nvcc_plus import budget
+        if self.ledger is None:
+            try:
+                self.ledger = budget.Ledger(budget.ledger_path(self.base_env), self.cfg.build_budget)
+                self.budget_left = self.ledger.start()
+            except OSError as exc:
+                self.log.line(source, f"build budget ledger unusable ({exc}); using NVCC_PLUS_TIMEOUT alone")
+                self.cfg.build_budget = None
+                return timeout, None
+            self.budget_t0 = time.monotonic()
+            if self.budget_left <= 0:
+                self.log.line(source, f"the build's optimizer budget ({self.cfg.build_budget:g} s, "
+                                      f"NVCC_PLUS_BUILD_BUDGET) is spent: only cached and locked "
+                                      f"decisions are applied")
+        left = max(0.0, self.budget_left - (time.monotonic() - self.budget_t0))
+        hard = left + 30.0             # room to apply stored decisions after the soft deadline
+        return (min(timeout, hard) if timeout else hard), time.time() + left
+
     # ---- the whole run ---------------------------------------------------------------
     def run(self) -> int:
+        try:
+            return self._run()
+        finally:
+            if self.ledger is not None:
+                self.ledger.finish()
+
+    def _run(self) -> int:
         st = self.state
         _write(1, self.plan.stdout)
         _write(2, self.plan.stderr)

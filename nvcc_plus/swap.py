@@ -8,6 +8,7 @@ kernel) leaves nvcc's PTX in place and returns the reason as one line.
 from __future__ import annotations
 
 import importlib
+import math
 import os
 import re
 import signal
@@ -130,7 +131,7 @@ def atomic_write(path: str, data: bytes) -> None:
 
 
 def swap_file(path: str, *, optimizer, mode: str, source: str | None, target: str | None,
-              config: dict, timeout: float | None) -> SwapResult:
+              config: dict, timeout: float | None, deadline: float | None = None) -> SwapResult:
     res = SwapResult()
     try:
         with open(path, "rb") as f:
@@ -147,7 +148,9 @@ def swap_file(path: str, *, optimizer, mode: str, source: str | None, target: st
     if timeout and timeout > 0:
         # The optimizer's own soft limit: it stops searching in time and keeps what it has
         # decided; the alarm above is the hard stop behind it.
-        config = {**config, "deadline": time.time() + timeout}
+        deadline = min(deadline or math.inf, time.time() + timeout)
+    if deadline is not None:
+        config = {**config, "deadline": deadline}
     try:
         outcome = _call_with_timeout(optimizer, timeout, text, mode=mode, source=source,
                                      target=target, config=config)

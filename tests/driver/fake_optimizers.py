@@ -69,6 +69,16 @@ def swallowing(ptx, *, mode="optimize", source=None, target=None, config=None):
     return OptimizeOutcome(ptx=ptx, changed=False)
 
 
+def deadline_reporter(ptx, *, mode="optimize", source=None, target=None, config=None):
+    """Says how many seconds the driver's soft deadline leaves (config['deadline']) and
+    spends ``NVCC_PLUS_TEST_SPEND`` seconds, as a search would."""
+    _log(source, target)
+    left = (config or {}).get("deadline")
+    msg = "no deadline" if left is None else f"deadline in {max(0.0, left - time.time()):.0f} s"
+    time.sleep(float(os.environ.get("NVCC_PLUS_TEST_SPEND", "0")))
+    return OptimizeOutcome(ptx=ptx, changed=False, messages=[msg])
+
+
 def chatty(ptx, *, mode="optimize", source=None, target=None, config=None):
     """Messages for the user, and a record where superopt writes its own (NVCC_PLUS_REPORT_DIR)."""
     _log(source, target)
