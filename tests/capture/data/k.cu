@@ -1,0 +1,11 @@
+struct P2 { float a; int b; };
+struct Big { float a, b, c, d; };
+__global__ void saxpy(int n, float a, const float* x, float* y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+__global__ void scale2(P2 p, double s, unsigned long long m, float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = p.a * (float)s + p.b + (float)m;
+}
+__global__ void bigs(Big b, float* out) { out[threadIdx.x] = b.a + b.d; }

@@ -1,0 +1,136 @@
+"""Captured launches -> LaunchSpecs (origin "captured") on a small PTX module (no GPU)."""
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+
+import ptx_ir
+from superopt.specs.capture.format import aggregate
+from superopt.specs.capture.specs import (CaptureSpecError, captured_specs, read_only_params,
+                                          specs_from_capture)
+from superopt.specs.launch_spec import Buffer, LaunchSpec, Scalar
+
+DATA = Path(__file__).with_name("data")
+SAXPY, SCALE2, BIGS = "_Z5saxpyifPKfPf", "_Z6scale22P2dyPfi", "_Z4bigs3BigPf"
+
+
+@pytest.fixture(scope="module")
+def module():
+    return ptx_ir.parse((DATA / "k.ptx").read_text())
+
+
+def p(off, size, raw: bytes, alloc=None):
+    return {"offset": off, "size": size, "bytes": raw.hex(), "alloc": alloc}
+
+
+def ptr(off, value, base, extent):
+    return p(off, 8, struct.pack("<Q", value), [base, extent])
+
+
+def saxpy_launch(corr, n, a, grid, xoff=0):
+    xb, yb = 0x7f0000000000, 0x7f0010000000
+    return {"t": "launch", "pid": 1, "corr": corr, "kernel": SAXPY, "grid": [grid, 1, 1], "block": [256, 1, 1],
+            "shared": 0, "params": [p(0, 4, struct.pack("<i", n)), p(4, 4, struct.pack("<f", a)),
+                                    ptr(8, xb + xoff, xb, 4 * n + xoff), ptr(16, yb, yb, 4 * n + 2)]}
+
+
+def t(corr, kernel, ms):
+    return {"t": "time", "pid": 1, "corr": corr, "kernel": kernel, "start": 0, "end": int(ms * 1e6)}
+
+
+@pytest.fixture(scope="module")
+def capture():
+    recs = [saxpy_launch(1, 1 << 22, 2.5, 16384), t(1, SAXPY, 5.0),
+            saxpy_launch(2, 1 << 22, 2.5, 16384), t(2, SAXPY, 5.0),
+            saxpy_launch(3, 1000, 2.5, 4, xoff=16), t(3, SAXPY, 0.01),
+            saxpy_launch(4, 5000, 2.5, 20), t(4, SAXPY, 0.02)]
+    ob = 0x7f0020000000
+    recs.append({"t": "launch", "pid": 1, "corr": 5, "kernel": SCALE2, "grid": [2, 3, 1], "block": [128, 2, 1],
+                 "shared": 512, "params": [p(0, 8, struct.pack("<fi", 1.5, -7)), p(8, 8, struct.pack("<d", -0.25)),
+                                           p(16, 8, struct.pack("<Q", 2 ** 64 - 1)), ptr(24, ob, ob, 1024),
+                                           p(32, 4, struct.pack("<i", 256))]})
+    recs.append(t(5, SCALE2, 0.05))
+    recs.append({"t": "launch", "pid": 1, "corr": 6, "kernel": BIGS, "grid": [1, 1, 1], "block": [32, 1, 1],
+                 "shared": 0, "params": [p(0, 16, struct.pack("<4f", 1, 2, 3, 4)), ptr(16, ob, ob, 128)]})
+    recs.append(t(6, BIGS, 0.001))
+    return aggregate(recs)
+
+
+def test_saxpy_main_and_small_spec(module, capture):
+    specs = specs_from_capture(capture, module, SAXPY)
+    assert len(specs) == 2
+    main, small = specs
+    assert all(isinstance(s, LaunchSpec) and s.origin == "captured" for s in specs)
+    assert main.grid == (16384, 1, 1) and main.block == (256, 1, 1) and main.shared_bytes == 0
+    n, a, x, y = main.params
+    assert isinstance(n, Scalar) and n.type == "s32" and n.value == 1 << 22
+    assert isinstance(a, Scalar) and a.type == "f32" and a.value == 2.5
+    assert isinstance(x, Buffer) and x.type == "f32" and x.length == 1 << 22
+    assert x.direction == "in"                # only loaded, every store is relative to y
+    assert y.length == (4 * (1 << 22) + 2) // 4 and y.direction == "inout"
+    assert main.resolved().is_resolved and not main.vary_sizes
+    # the smaller one: same block, least work (n=1000; x starts 16 bytes into its allocation)
+    assert small.grid == (4, 1, 1) and small.params[0].value == 1000 and small.params[2].length == 1000
+    assert small.block == main.block
+
+
+def test_spec_found_by_plain_name(module, capture):
+    r = captured_specs(capture, module, "saxpy")
+    assert r.kernel == SAXPY and r.specs and r.share > 0.9 and not r.minor
+
+
+def test_scalars_decoded_by_type_and_small_struct(module, capture):
+    r = captured_specs(capture, module, SCALE2)
+    (spec,) = r.specs
+    s, d, m, out, n = spec.params
+    assert spec.grid == (2, 3, 1) and spec.block == (128, 2, 1) and spec.shared_bytes == 512
+    assert s.type == "u64" and s.value == int.from_bytes(struct.pack("<fi", 1.5, -7), "little")
+    assert d.type == "f64" and d.value == -0.25
+    assert m.type == "u64" and m.value == 2 ** 64 - 1
+    assert out.type == "f32" and out.length == 256 and out.direction == "inout"
+    assert n.value == 256
+    assert r.minor is True                    # 0.05 ms of ~10 ms
+
+
+def test_big_struct_is_skipped_with_a_reason(module, capture):
+    r = captured_specs(capture, module, BIGS)
+    assert r.specs == [] and r.captured and "16-byte struct" in r.reason and "raw-bytes" in r.reason
+    with pytest.raises(CaptureSpecError, match="16-byte struct"):
+        specs_from_capture(capture, module, BIGS)
+
+
+def test_uncaptured_kernel_gives_no_specs(module):
+    cap = aggregate([])
+    assert specs_from_capture(cap, module, SAXPY) == []
+    r = captured_specs(cap, module, SAXPY)
+    assert not r.captured and "never launched" in r.reason and r.share is None
+
+
+def test_null_pointer_is_not_expressible(module):
+    rec = saxpy_launch(1, 10, 1.0, 1)
+    rec["params"][3] = p(16, 8, bytes(8))
+    with pytest.raises(CaptureSpecError, match="null pointer"):
+        specs_from_capture(aggregate([rec]), module, SAXPY)
+
+
+def test_param_count_mismatch(module):
+    rec = saxpy_launch(1, 10, 1.0, 1)
+    rec["params"] = rec["params"][:3]
+    r = captured_specs(aggregate([rec]), module, SAXPY)
+    assert not r.specs and "3 parameters" in r.reason
+
+
+def test_falls_back_to_next_shape(module):
+    bad = saxpy_launch(1, 1 << 20, 1.0, 4096)
+    bad["params"][2] = p(8, 8, bytes(8))               # null x in the biggest shape
+    good = saxpy_launch(2, 1000, 1.0, 4)
+    r = captured_specs(aggregate([bad, t(1, SAXPY, 9.0), good, t(2, SAXPY, 0.1)]), module, SAXPY)
+    assert len(r.specs) == 1 and r.specs[0].grid == (4, 1, 1)
+    assert any("could not be used" in n for n in r.notes)
+
+
+def test_read_only_params(module):
+    fn = next(k for k in module.kernels if k.name == SAXPY)
+    assert read_only_params(fn) == {0, 1, 2}
