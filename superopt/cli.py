@@ -17,9 +17,11 @@ def main() -> None:
     """superopt: optimize, verify and measure PTX kernels."""
 
 
-from superopt.judge.verify_cli import verify_command  # noqa: E402
+from superopt.judge.verify_cli import verify_command
+from superopt.specs.capture.cli import capture_command  # noqa: E402
 
 main.add_command(verify_command, "verify")
+main.add_command(capture_command, "capture")
 
 
 def _console():
