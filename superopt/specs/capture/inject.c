@@ -63,6 +63,11 @@ typedef CUresult (*pfn_MemcpyDtoH)(void *, CUdeviceptr, size_t);
 typedef CUresult (*pfn_StreamIsCapturing)(CUstream, CUstreamCaptureStatus *);
 typedef CUresult (*pfn_CtxGetDevice)(CUdevice *);
 typedef CUresult (*pfn_DeviceGetName)(char *, int, CUdevice);
+/* The runtime (CUDA >= 12) launches CUkernel handles through cuLaunchKernel, cast to
+   CUfunction; the cuFunc* queries answer CUDA_ERROR_INVALID_HANDLE for them, the cuKernel*
+   ones answer. Both are tried. */
+typedef CUresult (*pfn_KernelGetName)(const char **, CUkernel);
+typedef CUresult (*pfn_KernelGetParamInfo)(CUkernel, size_t, size_t *, size_t *);
 
 static struct {
     pfn_FuncGetName FuncGetName;
@@ -73,7 +78,23 @@ static struct {
     pfn_StreamIsCapturing StreamIsCapturing;
     pfn_CtxGetDevice CtxGetDevice;
     pfn_DeviceGetName DeviceGetName;
+    pfn_KernelGetName KernelGetName;
+    pfn_KernelGetParamInfo KernelGetParamInfo;
 } drv;
+
+static CUresult param_info(CUfunction f, size_t i, size_t *off, size_t *size) {
+    CUresult e = drv.FuncGetParamInfo ? drv.FuncGetParamInfo(f, i, off, size) : CUDA_ERROR_NOT_FOUND;
+    if (e == CUDA_ERROR_INVALID_HANDLE && drv.KernelGetParamInfo)
+        e = drv.KernelGetParamInfo((CUkernel)f, i, off, size);
+    return e;
+}
+
+static CUresult func_name(const char **name, CUfunction f) {
+    CUresult e = drv.FuncGetName ? drv.FuncGetName(name, f) : CUDA_ERROR_NOT_FOUND;
+    if (e != CUDA_SUCCESS && drv.KernelGetName)
+        e = drv.KernelGetName(name, (CUkernel)f);
+    return e;
+}
 
 static int g_fd = -1;
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -255,10 +276,28 @@ typedef struct {
     int ptsz;
 } launch_t;
 
+/* The GPU's name, once: at InitializeInjection the driver is not initialised yet (cuInit
+   has not run), so it is read in the first launch's context instead. */
+static void note_gpu_once(void) {
+    static int done = 0;
+    if (done) return;
+    done = 1;
+    CUdevice dev;
+    char gpu[256] = "";
+    if (!drv.CtxGetDevice || !drv.DeviceGetName || drv.CtxGetDevice(&dev) != CUDA_SUCCESS) return;
+    if (drv.DeviceGetName(gpu, sizeof gpu, dev) != CUDA_SUCCESS) return;
+    sbuf b = {0};
+    sb_printf(&b, "{\"t\":\"init\",\"pid\":%d,\"version\":%d,\"gpu\":", (int)getpid(), CAP_VERSION);
+    sb_str(&b, gpu);
+    sb_printf(&b, "}");
+    emit(&b);
+}
+
 static void on_launch_enter(const CUpti_CallbackData *cb, CUpti_CallbackId cbid, const launch_t *L) {
+    note_gpu_once();
     sbuf b = {0};
     const char *name = NULL;
-    if (drv.FuncGetName == NULL || drv.FuncGetName(&name, L->f) != CUDA_SUCCESS || !name)
+    if (func_name(&name, L->f) != CUDA_SUCCESS || !name)
         name = cb->symbolName ? cb->symbolName : "?";
     sb_printf(&b, "{\"t\":\"launch\",\"pid\":%d,\"tid\":%ld,\"corr\":%u,\"cbid\":%u,\"kernel\":",
               (int)getpid(), (long)syscall(SYS_gettid), cb->correlationId, (unsigned)cbid);
@@ -299,12 +338,17 @@ static void on_launch_enter(const CUpti_CallbackData *cb, CUpti_CallbackId cbid,
 
     sb_printf(&b, ",\"params\":[");
     int nparams = 0;
-    if (drv.FuncGetParamInfo == NULL) {
+    if (drv.FuncGetParamInfo == NULL && drv.KernelGetParamInfo == NULL) {
         emit_msg("error", "launch", "cuFuncGetParamInfo is not available (driver older than CUDA 12.4): parameters not recorded");
     } else {
         for (size_t i = 0; i < MAX_PARAMS; i++) {
             size_t off = 0, size = 0;
-            if (drv.FuncGetParamInfo(L->f, i, &off, &size) != CUDA_SUCCESS) break;
+            CUresult pe = param_info(L->f, i, &off, &size);
+            if (pe != CUDA_SUCCESS) {
+                static int told = 0;
+                if (i == 0 && !told) { told = 1; emit_msg("error", "launch", "cuFuncGetParamInfo(%s, 0) failed with CUresult %d", name, (int)pe); }
+                break;
+            }
             const unsigned char *src = NULL;
             if (L->params) src = (const unsigned char *)L->params[i];
             else if (argbuf && (argbuf_size == 0 || off + size <= argbuf_size)) src = argbuf + off;
@@ -527,6 +571,8 @@ __attribute__((visibility("default"))) int InitializeInjection(void) {
     drv.StreamIsCapturing = (pfn_StreamIsCapturing)sym(h, "cuStreamIsCapturing");
     drv.CtxGetDevice = (pfn_CtxGetDevice)sym(h, "cuCtxGetDevice");
     drv.DeviceGetName = (pfn_DeviceGetName)sym(h, "cuDeviceGetName");
+    drv.KernelGetName = (pfn_KernelGetName)sym(h, "cuKernelGetName");
+    drv.KernelGetParamInfo = (pfn_KernelGetParamInfo)sym(h, "cuKernelGetParamInfo");
 
     char gpu[256] = "";
     {
