@@ -1,0 +1,129 @@
+"""Which launch specs a kernel is judged with, from which source, in order of trust.
+
+1. **captured** — the program's real launches (``superopt capture``, handed over as
+   ``NVCC_PLUS_CAPTURE=FILE`` or ``capture = "FILE"`` in nvcc-plus.toml): the real grid and
+   block, the real sizes (the most time-consuming shape first) and a smaller captured shape
+   for fast checks when there is one. Kernels the capture shows under 1% of the program's
+   GPU time are not searched (``search_minor = true`` searches them too).
+2. **explicit** — a ``[kernels."NAME"]`` table in nvcc-plus.toml or a ``// nvcc-plus:``
+   comment (the user's launch contract).
+3. **inferred** — from the IR (:mod:`superopt.specs.inference`).
+
+Captured specs have fixed sizes (what the program ran); where inference also finds specs,
+they are appended after the captured ones, so that the check also sees the small sizes,
+tails and residues that inference proves safe, while timing uses the real size. A source
+whose first spec makes nvcc's own code impossible to judge (not deterministic, faults) is
+reported and the next source is tried: :func:`candidates_in_order` gives the choices, the
+optimizer asks the judge which one works.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from superopt.specs.capture.format import MINOR_SHARE, CaptureError, load_capture
+
+CAPTURE_ENV = "NVCC_PLUS_CAPTURE"
+
+
+@dataclass
+class SpecChoice:
+    specs: list                      # LaunchSpecs, the first one is the size that is timed
+    origin: str                      # "captured", "toml:...", "comment", "inferred"
+    notes: list = field(default_factory=list)
+
+    @property
+    def key(self) -> str:
+        """Identity of the specs, for decision keys of captured specs (see optimize)."""
+        text = json.dumps([s.to_dict() for s in self.specs], sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@dataclass
+class SpecSources:
+    kernel: str
+    choices: list[SpecChoice] = field(default_factory=list)
+    reason: str | None = None        # why there is no choice at all
+    share: float | None = None       # fraction of the program's GPU time (captures)
+    skip: str | None = None          # a reason not to search this kernel (minor in the capture)
+    notes: list = field(default_factory=list)
+
+
+_CAPTURES: dict = {}
+
+
+def capture_path(config: dict | None) -> str | None:
+    cfg = config or {}
+    path = os.environ.get(CAPTURE_ENV) or cfg.get("capture")
+    if not path:
+        return None
+    if not os.path.isabs(path) and cfg.get("config_path") and not os.environ.get(CAPTURE_ENV):
+        path = os.path.join(os.path.dirname(cfg["config_path"]), path)
+    return str(path)
+
+
+def load_configured_capture(config: dict | None) -> dict | None:
+    """The capture named by NVCC_PLUS_CAPTURE / ``capture``, loaded once per process;
+    CaptureError (naming the file) when it cannot be read."""
+    path = capture_path(config)
+    if path is None:
+        return None
+    try:
+        stamp = os.stat(path).st_mtime_ns
+    except OSError as exc:
+        raise CaptureError(f"{path}: cannot read the capture ({exc.strerror}); "
+                           f"run `superopt capture -o {path} -- PROGRAM` or unset {CAPTURE_ENV}") from None
+    key = (os.path.abspath(path), stamp)
+    if key not in _CAPTURES:
+        _CAPTURES.clear()
+        _CAPTURES[key] = load_capture(path)
+    return _CAPTURES[key]
+
+
+def candidates_in_order(module, kernel: str, *, source: str | None, config: dict | None,
+                        capture: dict | None, search_minor: bool = False,
+                        min_share: float = MINOR_SHARE) -> SpecSources:
+    out = SpecSources(kernel)
+    inferred, why_not = _explicit_or_inferred(module, kernel, source=source, config=config)
+    if capture is not None:
+        from superopt.specs.capture.specs import captured_specs
+        cs = captured_specs(capture, module, kernel)
+        out.share = cs.share
+        out.notes += cs.notes
+        if cs.captured and cs.share is not None and cs.share < min_share and not search_minor:
+            out.skip = (f"{100 * cs.share:.2f}% of the program's GPU time in the capture "
+                        f"(under {100 * min_share:g}%): not searched")
+        if cs.specs:
+            extra = inferred.specs if inferred is not None and inferred.origin == "inferred" else []
+            out.choices.append(SpecChoice(list(cs.specs) + list(extra), "captured",
+                                          [f"+ {len(extra)} inferred shape(s) for small sizes"] if extra else []))
+        elif cs.captured and cs.reason:
+            out.notes.append(f"captured launches not usable: {cs.reason}")
+        elif not cs.captured:
+            out.notes.append("not launched in the capture")
+    if inferred is not None:
+        out.choices.append(inferred)
+    elif not out.choices:
+        out.reason = why_not
+    return out
+
+
+def _explicit_or_inferred(module, kernel: str, *, source: str | None,
+                          config: dict | None) -> tuple[SpecChoice | None, str | None]:
+    from superopt.specs import inference
+    source_text = None
+    if source and os.path.exists(source):
+        try:
+            source_text = Path(source).read_text(errors="replace")
+        except OSError:
+            source_text = None
+    cfg = {k: v for k, v in (config or {}).items() if k != "deadline"}
+    result = inference.infer_specs(module, kernel, source_text=source_text, config=cfg)
+    specs = getattr(result, "specs", None)
+    if specs:
+        return SpecChoice(list(specs), getattr(result, "origin", None) or "inferred",
+                          list(getattr(result, "notes", []) or [])), None
+    return None, getattr(result, "reason", None) or "no launch spec"
