@@ -1,7 +1,8 @@
 """The per-kernel record: every candidate's fate, the evidence, the timings.
 
 Records are plain JSON-able dicts in the versioned format that ``reports`` renders
-(``reports/schema.json`` describes it). ``SCHEMA_VERSION`` changes whenever a field
+(``reports/schema.json``, a JSON Schema that ``reports.load`` validates every record against,
+describes it; its enums are :class:`Fate`, :class:`Status` and :class:`Decision`). ``SCHEMA_VERSION`` changes whenever a field
 changes meaning.
 """
 from __future__ import annotations
@@ -40,6 +41,7 @@ class Status(enum.StrEnum):
     LOCKED = "locked"
     CACHED = "cached"
     ERROR = "error"
+    ROLLED_BACK = "rolled-back"            # written by the driver: the build did not use the rewrite
 
 
 class Decision(enum.StrEnum):
