@@ -158,13 +158,13 @@ def try_command(pass_file: Path, targets, backend, arch, json_out):
                         continue
                     if cand is None:
                         continue
-                    spec, why = find_spec(module, fn.name, source=str(path), config=None)
-                    if spec is None:
+                    specs, why = find_spec(module, fn.name, source=str(path), config=None)
+                    if not specs:
                         static = run_ptxas(cand.ptx, target)
                         rows.append({**row, "fate": "assembled" if static.ok else "rejected-ptxas",
                                      "reason": f"not verifiable: {why}", "changes": len(cand.changes)})
                         continue
-                    entry = evaluate(cand, ptx_ir.emit(module), spec, judge, target)
+                    entry = evaluate(cand, ptx_ir.emit(module), specs, judge, target)
                     rows.append({**row, "fate": entry["fate"], "reason": entry.get("reason"),
                                  "speedup": entry.get("speedup"), "changes": len(cand.changes)})
     table = Table(title=f"superopt try {pass_file.name} ({judge.backend})")
