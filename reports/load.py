@@ -1,33 +1,56 @@
-"""Reading and validating records (schema ``nvcc-plus/record``)."""
+"""Reading and validating records (schema ``nvcc-plus/record``).
+
+Every record read is validated against ``reports/schema.json`` (JSON Schema, draft 2020-12,
+shipped with the package): a field of the wrong type is refused with the file and the field
+named, e.g. ``r.json: kernels[0].candidates[2].speedup: 'fast' is not of type 'number', 'null'``.
+"""
 from __future__ import annotations
 
 import json
+from functools import lru_cache
+from importlib.resources import files
 from pathlib import Path
 
 SUPPORTED_VERSIONS = (1,)
-FATES = ("rejected-ptxas", "same-code", "rejected-check", "not-judged", "verified", "faster", "not-faster",
-         "not-confirmed", "not-timed", "winner", "estimate-winner", "skipped-budget", "error", None)
 
 
 class RecordError(ValueError):
     pass
 
 
+@lru_cache(maxsize=1)
+def schema() -> dict:
+    """The record format's JSON Schema (``reports/schema.json``)."""
+    return json.loads(files("reports").joinpath("schema.json").read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=1)
+def _validator():
+    from jsonschema import Draft202012Validator
+    return Draft202012Validator(schema())
+
+
+def _field(path) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(the record)"
+
+
 def validate(record: dict, where: str = "record") -> dict:
-    if record.get("schema") != "nvcc-plus/record":
-        raise RecordError(f"{where}: not an nvcc-plus record (schema {record.get('schema')!r})")
+    """``record`` if it is a record this version reads; else RecordError naming ``where`` and
+    the first offending field."""
+    if not isinstance(record, dict) or record.get("schema") != "nvcc-plus/record":
+        got = record.get("schema") if isinstance(record, dict) else type(record).__name__
+        raise RecordError(f"{where}: not an nvcc-plus record (schema {got!r})")
     if record.get("schema_version") not in SUPPORTED_VERSIONS:
         raise RecordError(f"{where}: record version {record.get('schema_version')} is not supported "
                           f"(this nvcc-plus reads {SUPPORTED_VERSIONS})")
-    kernels = record.get("kernels")
-    if not isinstance(kernels, list):
-        raise RecordError(f"{where}: 'kernels' must be a list")
-    for k in kernels:
-        if "kernel" not in k or "status" not in k:
-            raise RecordError(f"{where}: a kernel entry lacks 'kernel' or 'status'")
-        for c in k.get("candidates", []):
-            if c.get("fate") not in FATES:
-                raise RecordError(f"{where}: {k['kernel']}: unknown candidate fate {c.get('fate')!r}")
+    errors = sorted(_validator().iter_errors(record), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
+    if errors:
+        first = errors[0]
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise RecordError(f"{where}: {_field(first.absolute_path)}: {first.message}{more}")
     return record
 
 

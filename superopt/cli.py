@@ -2,10 +2,7 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import click
@@ -29,18 +26,13 @@ def _console():
     return Console(stderr=False, highlight=False)
 
 
-def _ptx_from(path: Path, arch: str) -> str:
-    """PTX text of a .ptx file, or of a .cu file compiled with the real nvcc."""
-    if path.suffix == ".ptx":
-        return path.read_text()
-    with tempfile.TemporaryDirectory(prefix="superopt-") as tmp:
-        out = Path(tmp) / "x.ptx"
-        cmd = [os.environ.get("NVCC_PLUS_REAL_NVCC", "nvcc"), f"-arch={arch}", "-O3", "-ptx",
-               str(path), "-o", str(out)]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise click.ClickException(f"nvcc failed on {path}:\n{proc.stderr.strip()}")
-        return out.read_text()
+def _ptx_of(path: Path, arch: str) -> str:
+    """PTX text of a .ptx or .cu file (see :func:`superopt.optimize.ptx_from_file`)."""
+    from superopt.optimize import PtxSourceError, ptx_from_file
+    try:
+        return ptx_from_file(path, arch)
+    except PtxSourceError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 @main.command("optimize")
@@ -61,7 +53,7 @@ def optimize_command(file: Path, kernels, budget, arch, backend, no_gpu, report_
     from superopt.optimize import optimize_module
 
     console = _console()
-    ptx = _ptx_from(file, arch)
+    ptx = _ptx_of(file, arch)
     config = {"backend": backend}
     if budget is not None:
         config["budget"] = budget
@@ -136,7 +128,8 @@ def try_command(pass_file: Path, targets, backend, arch, json_out):
     from superopt.search.candidates import Step, make_candidate
     from superopt.optimize import find_spec
     from superopt.passes import load_pass_file, param_grid
-    from superopt.search.loop import Judge, evaluate
+    from superopt.judge import BackendJudge
+    from superopt.search.loop import evaluate
     from superopt.judge.ptxas import run_ptxas
 
     console = _console()
@@ -144,11 +137,11 @@ def try_command(pass_file: Path, targets, backend, arch, json_out):
     files = []
     for t in targets:
         files.extend(sorted(p for p in t.rglob("*") if p.suffix in (".ptx", ".cu")) if t.is_dir() else [t])
-    judge = Judge(backend)
+    judge = BackendJudge(backend)
     rows = []
     for path in files:
         try:
-            ptx = _ptx_from(path, arch)
+            ptx = _ptx_of(path, arch)
             module = ptx_ir.parse(ptx)
         except Exception as exc:
             rows.append({"file": str(path), "kernel": "-", "pass": "-", "fate": "unreadable", "reason": str(exc)[:200]})
@@ -167,13 +160,13 @@ def try_command(pass_file: Path, targets, backend, arch, json_out):
                         continue
                     if cand is None:
                         continue
-                    spec, why = find_spec(module, fn.name, source=str(path), config=None)
-                    if spec is None:
+                    specs, why = find_spec(module, fn.name, source=str(path), config=None)
+                    if not specs:
                         static = run_ptxas(cand.ptx, target)
                         rows.append({**row, "fate": "assembled" if static.ok else "rejected-ptxas",
                                      "reason": f"not verifiable: {why}", "changes": len(cand.changes)})
                         continue
-                    entry = evaluate(cand, ptx_ir.emit(module), spec, judge, target, None)
+                    entry = evaluate(cand, ptx_ir.emit(module), specs, judge, target)
                     rows.append({**row, "fate": entry["fate"], "reason": entry.get("reason"),
                                  "speedup": entry.get("speedup"), "changes": len(cand.changes)})
     table = Table(title=f"superopt try {pass_file.name} ({judge.backend})")

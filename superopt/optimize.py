@@ -6,6 +6,8 @@ This is what :func:`superopt.api.optimize_ptx` runs in ``optimize`` mode and wha
 from __future__ import annotations
 
 import os
+import subprocess
+import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -17,7 +19,9 @@ from superopt.store.lockfile import Lockfile, find_lockfile
 from superopt.passes import registry
 from superopt.judge.ptxas import ptxas_version
 from superopt.model.proposer import model_identity, search_with_model
-from superopt.search.loop import Judge, SearchOptions
+from superopt.judge import BackendJudge, Judge
+from superopt.search.loop import SearchOptions
+from superopt.store.record import Status
 
 
 @dataclass
@@ -26,6 +30,26 @@ class ModuleResult:
     changed: bool
     records: dict
     messages: list[str] = field(default_factory=list)
+
+
+class PtxSourceError(RuntimeError):
+    """nvcc could not make PTX of a .cu file."""
+
+
+def ptx_from_file(path: Path, arch: str) -> str:
+    """PTX text of a .ptx file, or of a .cu file compiled with the real nvcc (``-arch=arch -O3``);
+    raises :class:`PtxSourceError` with nvcc's messages when it fails."""
+    path = Path(path)
+    if path.suffix == ".ptx":
+        return path.read_text()
+    with tempfile.TemporaryDirectory(prefix="superopt-") as tmp:
+        out = Path(tmp) / "x.ptx"
+        cmd = [os.environ.get("NVCC_PLUS_REAL_NVCC", "nvcc"), f"-arch={arch}", "-O3", "-ptx",
+               str(path), "-o", str(out)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise PtxSourceError(f"nvcc failed on {path}:\n{proc.stderr.strip()}")
+        return out.read_text()
 
 
 def options_from_config(config: dict | None) -> SearchOptions:
@@ -53,8 +77,9 @@ def options_from_config(config: dict | None) -> SearchOptions:
     return opts
 
 
-def find_spec(module, kernel: str, *, source: str | None, config: dict | None):
-    """The launch spec for ``kernel``: explicit (toml, source comment) or inferred; None if neither."""
+def find_spec(module, kernel: str, *, source: str | None, config: dict | None) -> tuple[list | None, str]:
+    """The launch specs for ``kernel`` (a list: one per launch shape): explicit (toml, source
+    comment) or inferred, and where they came from; None and the reason if neither."""
     try:
         from superopt.specs import inference as spec_inference
     except ImportError:
@@ -117,29 +142,28 @@ def optimize_module(ptx: str, *, target: str | None = None, source: str | None =
                 changed |= did_change
                 continue
         if judge is None:
-            judge = Judge(options.backend, options.policy, options.check_sets, options.timing_reps)
+            judge = BackendJudge(options.backend, options.policy, options.check_sets, options.timing_reps)
         if not judge.can_time and options.no_gpu == "locked":
             # Nothing found here could be applied: do not spend a build's time searching.
             records["kernels"].append({
-                "kernel": fn.name, "signature": fn.signature, "status": "kept-baseline", "decision": None,
+                "kernel": fn.name, "signature": fn.signature, "status": Status.KEPT_BASELINE, "decision": None,
                 "reason": "no GPU and no locked or cached decision: nvcc's code kept "
                           "(NVCC_PLUS_NO_GPU=estimate searches with the emulator and a static estimate)",
                 "candidates": [], "notes": []})
             continue
-        spec, origin_or_reason = (spec_for(module, fn.name) if spec_for
-                                  else find_spec(module, fn.name, source=source, config=config))
+        specs, origin_or_reason = (spec_for(module, fn.name) if spec_for
+                                   else find_spec(module, fn.name, source=source, config=config))
         kernel_options = options
-        if spec is not None and str(origin_or_reason).startswith(("toml", "comment", "file")):
+        if specs and str(origin_or_reason).startswith(("toml", "comment", "file")):
             # An explicit spec is the user's launch contract: occupancy knobs may rely on it.
-            blocks = [s.block for s in spec] if isinstance(spec, list) else [spec.block]
-            biggest = max(blocks, key=lambda b: b[0] * b[1] * b[2])
+            biggest = max((s.block for s in specs), key=lambda b: b[0] * b[1] * b[2])
             kernel_options = replace(options, extra_params={**options.extra_params,
                                                            "occupancy": {"block": tuple(biggest)}})
         # The model proposer adds candidates when a model is configured; otherwise this is
         # exactly the rule search.
-        result = search_with_model(module, fn.name, spec, target=target, options=kernel_options, judge=judge)
+        result = search_with_model(module, fn.name, specs, target=target, options=kernel_options, judge=judge)
         kr = result.record
-        if spec is None:
+        if not specs:
             kr["reason"] = f"not verifiable: {origin_or_reason}"
         else:
             kr["spec_origin"] = origin_or_reason
@@ -152,7 +176,7 @@ def optimize_module(ptx: str, *, target: str | None = None, source: str | None =
             changed = True
             decision["plan"] = [s.to_dict() for s in result.winner.plan]
             decision["ptx_hash"] = text_hash(ptx_ir.printer.emit_function(new_module.function(fn.name)))
-        if kr["status"] in ("optimized", "kept-baseline") and kr.get("decision") != "estimate" \
+        if kr["status"] in (Status.OPTIMIZED, Status.KEPT_BASELINE) and kr.get("decision") != "estimate" \
                 and judge.can_time:
             cache.put(cache_key, decision)
             if write_lock:

@@ -36,7 +36,8 @@ from pathlib import Path
 
 import ptx_ir
 from superopt.specs.launch_spec import Scalar, load_specs
-from superopt.search.loop import Judge, SearchOptions, search_kernel
+from superopt.judge import BackendJudge
+from superopt.search.loop import SearchOptions, search_kernel
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -138,7 +139,7 @@ def main(argv: list[str] | None = None) -> None:
                     help="earlier result files (other kernels of the same run) to merge into this one")
     args = ap.parse_args(argv)
 
-    judge = Judge("gpu", "exact")
+    judge = BackendJudge("gpu", "exact")
     ok, why = judge.gpu_usable()
     if not ok:
         sys.exit(f"python -m bench needs a GPU ({why}); there is no measured speed without one")
@@ -158,7 +159,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"[bench] {name} ...", flush=True)
         # The spec is this benchmark's launch contract, so occupancy knobs may use its block.
         opts = replace(options, extra_params={"occupancy": {"block": tuple(spec.block)}})
-        result = search_kernel(module, name, spec, target="sm_90", options=opts, judge=judge)
+        result = search_kernel(module, name, [spec], target="sm_90", options=opts, judge=judge)
         rec = result.record
         records.append(rec)
         win = next((c for c in rec["candidates"] if c["fate"] == "winner"), None)

@@ -8,7 +8,8 @@ Two ways to ask (both give ordinary :class:`superopt.search.candidates.Candidate
   grammar kept in ``ptx.ebnf`` with the kernel's header pinned (:mod:`superopt.model.grammar`).
 
 Backends: a vLLM server (:mod:`superopt.model.client`) or transformers in process
-(:mod:`superopt.model.local`). The loop, repair rounds and records are in
+(:mod:`superopt.model.local`). The proposer (a :class:`superopt.search.proposer.Proposer` that the
+one search loop asks after the rule passes), its repair rounds and records are in
 :mod:`superopt.model.proposer`; ``superopt dataset export`` in :mod:`superopt.model.dataset`.
 
 Importing this package imports neither torch nor transformers; with no model configured

@@ -241,12 +241,11 @@ def propose_command(file, kernel, spec_file, test_model, local, url, model, back
                     report):
     """Run the rules and the model on one kernel of a .ptx/.cu file; show every round."""
     import ptx_ir
-    from superopt.cli import _ptx_from
     from superopt.specs.launch_spec import load_spec
     from superopt.model.base import ModelConfig, ModelError
     from superopt.model.proposer import ModelProposer, ProposerOptions, search_with_model
-    from superopt.optimize import find_spec, options_from_config
-    from superopt.search.loop import Judge
+    from superopt.judge import BackendJudge
+    from superopt.optimize import PtxSourceError, find_spec, options_from_config, ptx_from_file
 
     try:
         be = _backend_from_options(test_model, local, url, model)
@@ -259,17 +258,20 @@ def propose_command(file, kernel, spec_file, test_model, local, url, model, back
     for k, v in (("rounds", rounds), ("samples", samples), ("budget_s", budget)):
         if v is not None:
             setattr(opts, k, v)
-    ptx = _ptx_from(file, "sm_90")
+    try:
+        ptx = ptx_from_file(file, "sm_90")
+    except PtxSourceError as e:
+        raise click.ClickException(str(e)) from None
     module = ptx_ir.parse(ptx)
     names = [k.name for k in module.kernels if kernel in (k.name, k.signature or "", (k.signature or "").split("(")[0])]
     if len(names) != 1:
         raise click.ClickException(f"kernel {kernel!r} matches {len(names)} kernels")
     name = names[0]
-    spec = load_spec(spec_file, name) if spec_file else find_spec(module, name, source=str(file), config=None)[0]
+    specs = [load_spec(spec_file, name)] if spec_file else find_spec(module, name, source=str(file), config=None)[0]
     target = module.target[0] if module.target else "sm_90"
     options = options_from_config({"backend": backend})
-    judge = Judge(backend)
-    result = search_with_model(module, name, spec, target=target, options=options, judge=judge,
+    judge = BackendJudge(backend)
+    result = search_with_model(module, name, specs, target=target, options=options, judge=judge,
                                proposer=ModelProposer(be, opts))
     rec = result.record
     m = rec.get("model") or {}

@@ -1,21 +1,19 @@
-"""The model proposer's loop: ask, parse, judge, feed the reasons back, record everything.
+"""The model proposer: ask, parse, hand candidates to the search, read the verdicts back,
+repair, record everything.
 
-For one kernel (:func:`search_with_model`):
+:class:`ModelProposer` is a :class:`superopt.search.proposer.Proposer`. The one search loop
+(:func:`superopt.search.loop.search_kernel`) asks the rule passes first, then the model; the
+model's prompt carries the record as it stands then -- the baseline's ptxas resources, its
+measured time where a GPU exists, what the rules found and which one was chosen.
 
-1. the rule search runs first (:func:`superopt.search.loop.search_kernel`), which gives the
-   baseline's ptxas resources, its measured time where a GPU exists, and what the rules
-   found -- all of which go into the prompt;
-2. rounds (the first, then repair rounds): in each mode (plan, rewrite) one request for
-   ``samples`` answers (best-of-N); every answer is parsed (plan: checked against the
-   registry and applied; rewrite: parsed by ptx_ir, name/parameters/directives/globals
-   checked, spliced into the module), de-duplicated against everything seen, and judged
-   (:func:`superopt.search.loop.evaluate`: ptxas, the differential check, timing). Every
-   failure -- cut off, unparsable, did not apply, duplicate, ptxas error (with the line it
-   names), check mismatch (set, buffer, index, values), not faster -- becomes an attempt
-   line in the next round's prompt;
-3. the final decision is the ordinary search with the model's candidates as ``extra``:
-   the model proposes, the judge decides. Verdicts and timings are cached for that pass
-   (:class:`CachingJudge`), so nothing is measured twice.
+Rounds (the first, then repair rounds): in each mode (plan, rewrite) one request for ``samples``
+answers (best-of-N); every answer is parsed (plan: checked against the registry and applied;
+rewrite: parsed by ptx_ir, name/parameters/directives/globals checked, spliced into the module)
+and de-duplicated against everything seen; each new candidate is yielded to the loop, which
+judges it at once (ptxas, the differential check, timing); its record entry comes back through
+:meth:`ProposalContext.judged`. Every failure -- cut off, unparsable, did not apply, duplicate,
+ptxas error (with the line it names), check mismatch (set, buffer, index, values), not faster --
+becomes an attempt line in the next round's prompt. The model proposes; the loop decides.
 
 Budgets: rounds, samples per request and seconds (checked before each request). Every
 prompt, response and verdict is recorded under ``record["model"]``. A model that cannot
@@ -32,6 +30,7 @@ from ptx_ir.printer import emit_function
 from superopt.search.candidates import Candidate, PlanDidNotApply, apply_plan, text_hash
 from superopt.model.base import Completion, Constraint, ModelBackend, ModelConfig, ModelError, make_backend
 from superopt.model.prompt import Attempt, KernelContext, build_messages, prompt_hash
+from superopt.search.proposer import ProposalContext
 
 GOOD_FATES = ("faster", "winner", "verified", "estimate-winner")
 
@@ -60,39 +59,6 @@ class ProposerOptions:
         for k, v in overrides.items():
             setattr(opts, k, v)
         return opts
-
-
-class CachingJudge:
-    """A judge that remembers verdicts and timings by (baseline, candidate) text, so that
-    the final search does not check or time again what the model loop already judged."""
-
-    def __init__(self, judge):
-        self._judge = judge
-        self._verdicts: dict = {}
-        self._timings: dict = {}
-
-    def __getattr__(self, name):
-        return getattr(self._judge, name)
-
-    @property
-    def can_time(self) -> bool:
-        return self._judge.can_time
-
-    def verify(self, base_ptx: str, cand_ptx: str, spec, *, fresh: bool = False):
-        if fresh:                           # a new check on new inputs: never from the cache
-            return self._judge.verify(base_ptx, cand_ptx, spec, fresh=True)
-        key = (text_hash(base_ptx), text_hash(cand_ptx))
-        if key not in self._verdicts:
-            self._verdicts[key] = self._judge.verify(base_ptx, cand_ptx, spec)
-        return self._verdicts[key]
-
-    def time(self, base_ptx: str, cand_ptx: str, spec, *, fresh: bool = False):
-        if fresh:                           # a confirmation: a new measurement
-            return self._judge.time(base_ptx, cand_ptx, spec, fresh=True)
-        key = (text_hash(base_ptx), text_hash(cand_ptx))
-        if key not in self._timings:
-            self._timings[key] = self._judge.time(base_ptx, cand_ptx, spec)
-        return self._timings[key]
 
 
 _PTXAS_LINE = re.compile(r"line (\d+);")
@@ -231,27 +197,22 @@ class ModelProposer:
             raise _Reject(e.fate, f"the rewrite {e}", parsed=e.fate != "unparsed") from None
 
     # ------------------------------------------------------------------ the loop
-    def run(self, module, kernel: str, spec, *, target: str, judge, ctx: KernelContext | None = None,
-            known: list[dict] | None = None, baseline_ptx: str | None = None) -> tuple[list[Candidate], ProposalLog]:
-        """Rounds of requests; returns the distinct candidates made and the log."""
-        from superopt.judge.ptxas import run_ptxas
-        from superopt.search.loop import evaluate
+    name = "model"
+    own_budget = True      # its own seconds (ProposerOptions.budget_s); each candidate judged at once
+
+    def propose(self, module, kernel: str, context: ProposalContext):
+        """Rounds of requests (see the module's docstring); yields each distinct candidate, reads
+        its verdict back from ``context``; puts the log under ``context.sections["model"]``."""
         o = self.options
         t0 = time.monotonic()
         fn = module.function(kernel)
-        ctx = ctx or KernelContext(target=target)
-        baseline_ptx = baseline_ptx or ptx_ir.emit(module)
+        ctx = context_from_record(context.record, context.target)
         log = ProposalLog(self.backend.describe(), asdict(o))
-        seen: dict[str, str] = {text_hash(baseline_ptx): "unchanged"}
-        # machine code already judged (cubin hash -> who made it): a proposal that ptxas
-        # compiles to nvcc's own code changed nothing that runs
-        base_static = run_ptxas(baseline_ptx, target, keep_cubin=True)
-        seen_code = ({text_hash(base_static.cubin.hex()): "nvcc's own code"}
-                     if base_static.ok and base_static.cubin else {})
-        for e in known or []:
+        seen: dict[str, str] = {text_hash(context.baseline_ptx): "unchanged"}
+        for e in context.record.get("candidates", []):
             if e.get("ptx_hash"):
                 seen.setdefault(e["ptx_hash"], f"{e['id']} ({e.get('fate')})")
-        candidates: list[Candidate] = []
+        candidates = 0
         stop = ""
         for rnd in range(max(1, o.rounds)):
             found = False
@@ -311,12 +272,10 @@ class ModelProposer:
                         r.update(fate=fate, reason=reason)
                         ctx.attempts.append(Attempt(mode, what, fate, reason))
                         continue
-                    try:
-                        e = evaluate(cand, baseline_ptx, spec, judge, target, None, seen_code)
-                    except Exception as exc:   # noqa: BLE001
-                        e = {"fate": "error", "reason": f"{type(exc).__name__}: {exc}"}
+                    yield cand                      # the loop judges it now
+                    e = context.judged(cand) or {"fate": "error", "reason": "the search did not judge it"}
                     seen[cand.hash] = f"{what} ({e.get('fate')})"
-                    candidates.append(cand)
+                    candidates += 1
                     r.update(fate=e.get("fate"), reason=e.get("reason"), speedup=e.get("speedup"),
                              verdict=e.get("verdict"))
                     detail = ptxas_detail(e.get("reason"), cand.ptx) if e.get("fate") == "rejected-ptxas" else ""
@@ -330,7 +289,9 @@ class ModelProposer:
                 break
         log.stopped = stop or f"{o.rounds} round(s) done"
         log.seconds = time.monotonic() - t0
-        return candidates, log
+        context.sections["model"] = log.to_dict()
+        context.notes.append(f"model proposer: {candidates} distinct candidate(s) from "
+                             f"{log.summary()['responses']} answer(s); {log.stopped}")
 
 
 class _Reject(Exception):
@@ -364,52 +325,45 @@ def model_identity(env=None) -> str | None:
     return f"model:{cfg.url or cfg.local}:{cfg.model or ''}:{','.join(cfg.modes)}"
 
 
-def search_with_model(module, kernel: str, spec, *, target: str, options, judge,
-                      proposer: ModelProposer | None = None, extra: list | None = None):
-    """:func:`superopt.search.loop.search_kernel` plus the model's candidates.
+def search_with_model(module, kernel: str, specs: list | None, *, target: str, options, judge,
+                      proposer: ModelProposer | None = None):
+    """:func:`superopt.search.loop.search_kernel` with the rule passes and then the model as
+    proposers.
 
     ``proposer=None`` takes the configured one (``NVCC_PLUS_LLM_*``); with none configured
     this is exactly ``search_kernel`` (rules only).
     """
     from superopt.search.loop import search_kernel
+    from superopt.search.rules import RuleProposer
     if proposer is None:
         try:
             proposer = proposer_from_env()
         except ModelError as e:
-            result = search_kernel(module, kernel, spec, target=target, options=options, judge=judge, extra=extra)
+            result = search_kernel(module, kernel, specs, target=target, options=options, judge=judge)
             result.record["model"] = {"skipped": f"model configuration: {e}"}
             return result
     if proposer is None:
-        return search_kernel(module, kernel, spec, target=target, options=options, judge=judge, extra=extra)
-    cj = CachingJudge(judge) if judge is not None else None
-    first = search_kernel(module, kernel, spec, target=target, options=options, judge=cj, extra=extra)
-    if spec is None or judge is None:
-        first.record["model"] = {"skipped": "nothing to judge a model's proposals with "
-                                            f"({'no launch spec' if spec is None else 'no backend'})"}
-        return first
-    baseline_ptx = ptx_ir.emit(module)
-    ctx = context_from_record(first.record, target)
-    cands, log = proposer.run(module, kernel, spec, target=target, judge=cj, ctx=ctx,
-                              known=first.record.get("candidates"), baseline_ptx=baseline_ptx)
-    final = search_kernel(module, kernel, spec, target=target, options=options, judge=cj,
-                          extra=list(extra or []) + cands)
-    rec = final.record
-    rec["model"] = log.to_dict()
-    rec["notes"].append(f"model proposer: {len(cands)} distinct candidate(s) from "
-                        f"{log.summary()['responses']} answer(s); {log.stopped}")
-    attach_texts(rec, module, kernel, cands)
-    if final.winner is not None and rec.get("decision") == "measured":
+        return search_kernel(module, kernel, specs, target=target, options=options, judge=judge)
+    result = search_kernel(module, kernel, specs, target=target, options=options, judge=judge,
+                           proposers=[RuleProposer(), proposer])
+    rec = result.record
+    if not specs or judge is None:
+        rec["model"] = {"skipped": "nothing to judge a model's proposals with "
+                                   f"({'no launch spec' if not specs else 'no backend'})"}
+        return result
+    attach_texts(rec, module, kernel, result.judged)
+    if result.winner is not None and rec.get("decision") == "measured":
         try:
             from superopt.model.dataset import save_example
             save_example(rec, target=target)
         except Exception as e:   # noqa: BLE001 - the dataset is a by-product; never fail the search for it
             rec["notes"].append(f"dataset example not saved: {type(e).__name__}: {e}")
-    return final
+    return result
 
 
 def attach_texts(record: dict, module, kernel: str, candidates: list[Candidate]) -> None:
     """Function texts for the dataset (``ptx``, as the search writes for the baseline and the
-    winner): every other verified candidate too."""
+    winner): every other verified candidate too (``candidates``: those the search judged)."""
     record.setdefault("baseline", {}).setdefault("ptx", emit_function(module.function(kernel)))
     by_hash = {c.hash: c for c in candidates}
     for e in record.get("candidates", []):
@@ -417,11 +371,5 @@ def attach_texts(record: dict, module, kernel: str, candidates: list[Candidate])
             continue
         if e.get("fate") in GOOD_FATES or e.get("fate") == "not-faster":
             c = by_hash.get(e.get("ptx_hash"))
-            if c is None and e.get("plan"):
-                from superopt.search.candidates import Step, make_candidate
-                try:
-                    c = make_candidate(module, kernel, [Step.from_dict(s) for s in e["plan"]])
-                except Exception:   # noqa: BLE001 - texts are a by-product
-                    c = None
-            if c is not None and c.hash == e.get("ptx_hash"):
+            if c is not None:
                 e["ptx"] = emit_function(ptx_ir.parse(c.ptx).function(kernel))

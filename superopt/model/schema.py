@@ -81,10 +81,6 @@ def plan_schema(passes: dict | None = None, *, max_steps: int = DEFAULT_MAX_STEP
     }
 
 
-def schema_text(schema: dict) -> str:
-    return json.dumps(schema, sort_keys=True, separators=(",", ":"))
-
-
 def parse_plan(text: str, passes: dict | None = None, *, max_steps: int = DEFAULT_MAX_STEPS) -> list[Step]:
     """The steps of a model's JSON answer, checked against the registry (a server that
     ignored the schema, or a planted model, must not get an invalid plan through)."""

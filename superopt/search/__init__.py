@@ -1,1 +1,2 @@
-"""Making candidates and choosing among them: candidates, rule proposals, the search loop."""
+"""Making candidates and choosing among them: candidates, the Proposer interface, the rule
+proposer, and the one search loop (loop.py) that asks proposers, judges, chooses and confirms."""

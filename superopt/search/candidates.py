@@ -8,7 +8,6 @@ deterministic), which is checked by hash before a stored decision is trusted.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field
 
 import ptx_ir
@@ -51,10 +50,6 @@ class Candidate:
 
 def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def plan_hash(plan: list[Step]) -> str:
-    return text_hash(json.dumps([s.to_dict() for s in plan], sort_keys=True))
 
 
 class PlanDidNotApply(RuntimeError):

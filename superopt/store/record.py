@@ -1,16 +1,55 @@
 """The per-kernel record: every candidate's fate, the evidence, the timings.
 
 Records are plain JSON-able dicts in the versioned format that ``reports`` renders
-(``reports/schema.json`` describes it). ``SCHEMA_VERSION`` changes whenever a field
+(``reports/schema.json``, a JSON Schema that ``reports.load`` validates every record against,
+describes it; its enums are :class:`Fate`, :class:`Status` and :class:`Decision`). ``SCHEMA_VERSION`` changes whenever a field
 changes meaning.
 """
 from __future__ import annotations
 
 import datetime as _dt
+import enum
 import platform
 
 SCHEMA = "nvcc-plus/record"
 SCHEMA_VERSION = 1
+
+
+class Fate(enum.StrEnum):
+    """What happened to one candidate (``candidates[].fate``). A StrEnum: it is its string in
+    JSON and compares equal to it."""
+    REJECTED_PTXAS = "rejected-ptxas"      # ptxas refused it
+    SAME_CODE = "same-code"                # ptxas made machine code already judged
+    REJECTED_CHECK = "rejected-check"      # the differential check (or the sanitizer) found a difference
+    NOT_JUDGED = "not-judged"              # the check could not judge it
+    VERIFIED = "verified"                  # right, but no GPU to time it
+    FASTER = "faster"                      # right and faster beyond noise in the search
+    NOT_FASTER = "not-faster"              # right, not faster
+    NOT_CONFIRMED = "not-confirmed"        # faster once, not when timed again
+    NOT_TIMED = "not-timed"                # right, but the timing failed
+    WINNER = "winner"                      # kept: measured
+    ESTIMATE_WINNER = "estimate-winner"    # kept: by the static estimate (no GPU)
+    SKIPPED_BUDGET = "skipped-budget"      # never judged: the budget was used up
+    ERROR = "error"                        # the search raised while judging it
+
+
+class Status(enum.StrEnum):
+    """What became of one kernel (``kernels[].status``)."""
+    OPTIMIZED = "optimized"
+    KEPT_BASELINE = "kept-baseline"
+    NOT_VERIFIABLE = "not-verifiable"
+    LOCKED = "locked"
+    CACHED = "cached"
+    ERROR = "error"
+    ROLLED_BACK = "rolled-back"            # written by the driver: the build did not use the rewrite
+
+
+class Decision(enum.StrEnum):
+    """How the kept code was decided (``kernels[].decision``)."""
+    MEASURED = "measured"
+    ESTIMATE = "estimate"
+    LOCKED = "locked"
+    CACHED = "cached"
 
 
 def tool_info() -> dict:
@@ -40,8 +79,8 @@ def kernel_record(fn, target: str) -> dict:
         "kernel": fn.name,
         "signature": fn.signature,
         "target": target,
-        "status": None,          # optimized | kept-baseline | not-verifiable | locked | cached | error
-        "decision": None,        # measured | estimate | locked | cached
+        "status": None,          # a Status
+        "decision": None,        # a Decision
         "reason": None,
         "spec": None,
         "backend": None,
@@ -60,9 +99,7 @@ def candidate_entry(candidate) -> dict:
         "provenance": candidate.provenance,
         "changes": candidate.changes[:50],
         "ptx_hash": candidate.hash,
-        "fate": None,            # rejected-ptxas | same-code | rejected-check | not-judged | verified |
-                                 # faster | not-faster | not-confirmed | not-timed | winner | estimate-winner |
-                                 # skipped-budget | error
+        "fate": None,            # a Fate
         "reason": None,
     }
 

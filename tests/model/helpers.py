@@ -10,6 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from superopt.judge import Judge
 from superopt.judge.check import Mismatch, Verdict
 from superopt.specs.launch_spec import Buffer, LaunchSpec, Scalar
 from superopt.model.base import Completion, Constraint
@@ -114,8 +115,8 @@ def test_passes():
 
 # ---------------------------------------------------------------------------------- judge
 
-class FakeJudge:
-    """Stands in for superopt.search.loop.Judge (same interface) where no PTX emulator or GPU is
+class FakeJudge(Judge):
+    """A superopt.judge.Judge (the Protocol) that stands in for the real one where no PTX emulator or GPU is
     available: it 'runs' nothing; a candidate whose vadd body contains ``sub.f32`` is rejected
     with a mismatch like the real check reports, every other is accepted; timing says
     1.3x faster when the candidate loads through the non-coherent cache, else not faster."""

@@ -86,7 +86,7 @@ def test_server_path_end_to_end_with_a_planted_model(test_passes):
     with OpenAIStandIn(model) as server:
         proposer = ModelProposer(ServerBackend(server.url), ProposerOptions(rounds=1, samples=1, stop_when_found=False),
                                  passes=test_passes)
-        result = search_with_model(ptx_ir.parse(VADD), "vadd", vadd_spec(), target="sm_90",
+        result = search_with_model(ptx_ir.parse(VADD), "vadd", [vadd_spec()], target="sm_90",
                                    options=SearchOptions(passes=["test-never-fires"]), judge=FakeJudge(),
                                    proposer=proposer)
     assert [b.get("structured_outputs", {}).keys() for b in server.bodies] == [{"json"}, {"grammar"}]

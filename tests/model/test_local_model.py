@@ -40,12 +40,12 @@ def check_spec() -> LaunchSpec:
 def judge():
     """The CPU emulator when it exists, else the fake judge (same interface)."""
     from superopt.judge.backends.base import BackendUnavailable, get_backend
-    from superopt.search.loop import Judge
+    from superopt.judge import BackendJudge
     try:
         ok, _ = get_backend("emulator").available()
     except BackendUnavailable:
         ok = False
-    return Judge("emulator", check_sets=2) if ok else FakeJudge()
+    return BackendJudge("emulator", check_sets=2) if ok else FakeJudge()
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +86,7 @@ def test_in_process_end_to_end(local_model, test_passes):
     module = ptx_ir.parse(CHECK_KERNEL)
     opts = ProposerOptions(modes=("plan", "rewrite"), rounds=1, samples=2, temperature=0.5, seed=11)
     t0 = time.monotonic()
-    result = search_with_model(module, "nvcc_plus_check", check_spec(), target="sm_90",
+    result = search_with_model(module, "nvcc_plus_check", [check_spec()], target="sm_90",
                                options=SearchOptions(budget_s=600, passes=["test-never-fires"]),
                                judge=judge(), proposer=ModelProposer(local_model, opts, passes=test_passes))
     rec = result.record
@@ -107,7 +107,7 @@ def test_server_path_with_the_real_model(local_model, test_passes):
         be = ServerBackend(server.url)
         opts = ProposerOptions(modes=("plan", "rewrite"), rounds=1, samples=1, temperature=0.0, seed=0)
         t0 = time.monotonic()
-        result = search_with_model(module, "nvcc_plus_check", check_spec(), target="sm_90",
+        result = search_with_model(module, "nvcc_plus_check", [check_spec()], target="sm_90",
                                    options=SearchOptions(budget_s=600, passes=["test-never-fires"]),
                                    judge=judge(), proposer=ModelProposer(be, opts, passes=test_passes))
     print(f"\nserver path end to end: {time.monotonic() - t0:.1f} s; {result.record['model']['summary']}")

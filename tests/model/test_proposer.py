@@ -34,7 +34,7 @@ def run(model, *, modes=("plan", "rewrite"), rounds=2, samples=1, rule_passes=("
     opts = ProposerOptions(modes=modes, rounds=rounds, samples=samples, **kw)
     proposer = ModelProposer(model, opts, passes=passes)
     judge = judge or FakeJudge()
-    result = search_with_model(module, "vadd", vadd_spec(), target="sm_90",
+    result = search_with_model(module, "vadd", [vadd_spec()], target="sm_90",
                                options=SearchOptions(budget_s=120, passes=list(rule_passes)),
                                judge=judge, proposer=proposer)
     return result, judge
@@ -52,8 +52,8 @@ def test_no_model_configured_changes_nothing(test_passes):
     assert not ModelConfig.from_env().enabled
     module = ptx_ir.parse(VADD)
     opts = SearchOptions(budget_s=60, passes=["test-nc-loads"])
-    plain = search_kernel(module, "vadd", vadd_spec(), target="sm_90", options=opts, judge=FakeJudge())
-    with_model = search_with_model(module, "vadd", vadd_spec(), target="sm_90", options=opts, judge=FakeJudge())
+    plain = search_kernel(module, "vadd", [vadd_spec()], target="sm_90", options=opts, judge=FakeJudge())
+    with_model = search_with_model(module, "vadd", [vadd_spec()], target="sm_90", options=opts, judge=FakeJudge())
     assert "model" not in with_model.record
     strip = lambda r: {k: v for k, v in r.items() if k != "seconds"}  # noqa: E731
     assert strip(with_model.record) == strip(plain.record)
@@ -245,12 +245,12 @@ def test_emulator_judges_planted_rewrites_when_it_exists(test_passes):
         pytest.skip(f"the emulator backend is not available yet: {e}")
     if not ok:
         pytest.skip(f"the emulator backend is not available: {why}")
-    from superopt.search.loop import Judge
+    from superopt.judge import BackendJudge
     model = PlantedModel({"rewrite": [[VADD_WRONG], [VADD_GOOD]]})
     module = ptx_ir.parse(VADD)
-    result = search_with_model(module, "vadd", vadd_spec(), target="sm_90",
+    result = search_with_model(module, "vadd", [vadd_spec()], target="sm_90",
                                options=SearchOptions(budget_s=300, passes=[], no_gpu="estimate"),
-                               judge=Judge("emulator", check_sets=2),
+                               judge=BackendJudge("emulator", check_sets=2),
                                proposer=ModelProposer(model, ProposerOptions(modes=("rewrite",), rounds=2, samples=1)))
     r = responses(result.record)
     assert r[0]["fate"] == "rejected-check", r[0]
@@ -279,7 +279,7 @@ def test_prompt_carries_resources_time_roofline_and_rules():
 
 def test_dataset_export_takes_rule_wins_from_plain_records(test_passes, tmp_path):
     from superopt.cli import main
-    result = search_kernel(ptx_ir.parse(VADD), "vadd", vadd_spec(), target="sm_90",
+    result = search_kernel(ptx_ir.parse(VADD), "vadd", [vadd_spec()], target="sm_90",
                            options=SearchOptions(budget_s=60, passes=["test-nc-loads"]), judge=FakeJudge())
     (tmp_path / "r.json").write_text(json.dumps({"kernels": [result.record]}, default=str))
     out = tmp_path / "d.jsonl"

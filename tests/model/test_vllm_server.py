@@ -102,7 +102,7 @@ def test_model_check_against_vllm(vllm_server):
 
 def test_search_through_vllm(vllm_server, test_passes):
     opts = ProposerOptions(modes=("plan", "rewrite"), rounds=1, samples=3, temperature=0.7, seed=5)
-    result = search_with_model(ptx_ir.parse(CHECK_KERNEL), "nvcc_plus_check", check_spec(), target="sm_90",
+    result = search_with_model(ptx_ir.parse(CHECK_KERNEL), "nvcc_plus_check", [check_spec()], target="sm_90",
                                options=SearchOptions(budget_s=900, passes=["test-never-fires"]), judge=judge(),
                                proposer=ModelProposer(ServerBackend(vllm_server), opts, passes=test_passes))
     print(f"\nthrough vLLM: {result.record['model']['summary']}")

@@ -14,6 +14,7 @@ from ptx_ir import Imm
 from superopt import passes
 from superopt.search.candidates import Step, make_candidate
 from superopt.optimize import optimize_module
+from superopt.judge import Judge
 from superopt.search.loop import SearchOptions, search_kernel
 from reports import render
 from reports.compare import compare, gate
@@ -82,7 +83,7 @@ class Timing:
                 "baseline": {"median": 2e-6, "iqr": 1e-8}, "candidate": {"median": 2e-6 / self.speedup, "iqr": 1e-8}}
 
 
-class ScriptedJudge:
+class ScriptedJudge(Judge):
     backend = "scripted"
     policy = "exact"
 
@@ -111,7 +112,7 @@ def module():
 
 def test_fastest_verified_candidate_wins_and_every_fate_is_recorded():
     judge = ScriptedJudge(speedups={"commute": 1.25})
-    result = search_kernel(module(), KERNEL, spec={"fake": True}, target="sm_90", options=OPTS, judge=judge)
+    result = search_kernel(module(), KERNEL, specs=[{"fake": True}], target="sm_90", options=OPTS, judge=judge)
     rec = result.record
     fates = {c["id"]: c["fate"] for c in rec["candidates"]}
     assert fates == {"test-commute": "winner", "test-break": "rejected-check", "test-same-code": "same-code"}
@@ -124,7 +125,7 @@ def test_fastest_verified_candidate_wins_and_every_fate_is_recorded():
 
 
 def test_not_faster_keeps_baseline():
-    result = search_kernel(module(), KERNEL, spec={"fake": True}, target="sm_90", options=OPTS,
+    result = search_kernel(module(), KERNEL, specs=[{"fake": True}], target="sm_90", options=OPTS,
                            judge=ScriptedJudge(speedups={"commute": 1.0}))
     assert result.winner is None and result.record["status"] == "kept-baseline"
     assert {c["fate"] for c in result.record["candidates"]} == {"not-faster", "rejected-check", "same-code"}
@@ -137,23 +138,23 @@ def test_no_spec_is_not_verifiable():
 
 def test_no_gpu_applies_nothing_by_default_and_estimates_only_on_request(monkeypatch):
     judge = ScriptedJudge(can_time=False)
-    kept = search_kernel(module(), KERNEL, {"x": 1}, target="sm_90", options=OPTS, judge=judge)
+    kept = search_kernel(module(), KERNEL, [{"x": 1}], target="sm_90", options=OPTS, judge=judge)
     assert kept.winner is None and "no GPU" in kept.record["reason"]
     estimate_opts = SearchOptions(passes=OPTS.passes, no_gpu="estimate")
-    same = search_kernel(module(), KERNEL, {"x": 1}, target="sm_90", options=estimate_opts, judge=judge)
+    same = search_kernel(module(), KERNEL, [{"x": 1}], target="sm_90", options=estimate_opts, judge=judge)
     assert same.winner is None and "cheaper" in same.record["reason"]   # commuting costs the same
     import superopt.search.loop as search_mod
     real = search_mod.static_estimate
     monkeypatch.setattr(search_mod, "static_estimate",
                         lambda ptx, k: real(ptx, k) - ("ld.global.nc.u32" in ptx))
-    est = search_kernel(module(), KERNEL, {"x": 1}, target="sm_90", options=estimate_opts, judge=judge)
+    est = search_kernel(module(), KERNEL, [{"x": 1}], target="sm_90", options=estimate_opts, judge=judge)
     assert est.record["decision"] == "estimate" and est.winner is not None
     assert est.record["candidates"][0]["fate"] == "estimate-winner"
 
 
 def test_budget_exhaustion_is_recorded():
     opts = SearchOptions(passes=OPTS.passes, budget_s=0.0)
-    result = search_kernel(module(), KERNEL, {"x": 1}, target="sm_90", options=opts, judge=ScriptedJudge())
+    result = search_kernel(module(), KERNEL, [{"x": 1}], target="sm_90", options=opts, judge=ScriptedJudge())
     assert {c["fate"] for c in result.record["candidates"]} == {"skipped-budget"}
 
 
@@ -164,27 +165,27 @@ def test_module_cache_and_lockfile(tmp_path, monkeypatch):
     text = DATA.read_text()
     cfg = {"passes": OPTS.passes}
     judge = ScriptedJudge(speedups={"commute": 1.3})
-    first = optimize_module(text, config=cfg, kernels=[KERNEL], judge=judge, spec_for=lambda m, k: ({"x": 1}, "test"))
+    first = optimize_module(text, config=cfg, kernels=[KERNEL], judge=judge, spec_for=lambda m, k: ([{"x": 1}], "test"))
     # two candidates judged, then the kept one checked again on fresh inputs
     assert first.changed and judge.calls == 3
     assert "ld.global.nc.u32" in first.ptx
     validate(first.records)
     # Rebuild: the cached decision applies without judging anything.
-    again = optimize_module(text, config=cfg, kernels=[KERNEL], judge=judge, spec_for=lambda m, k: ({"x": 1}, "test"))
+    again = optimize_module(text, config=cfg, kernels=[KERNEL], judge=judge, spec_for=lambda m, k: ([{"x": 1}], "test"))
     assert judge.calls == 3 and again.ptx == first.ptx
     assert again.records["kernels"][0]["status"] in ("locked", "cached")
     # A machine without cache and without GPU reproduces the same binary from the lockfile.
     monkeypatch.setenv("NVCC_PLUS_CACHE_DIR", str(tmp_path / "other-cache"))
     monkeypatch.delenv("NVCC_PLUS_LOCK")
     no_gpu = ScriptedJudge(can_time=False)
-    locked = optimize_module(text, config=cfg, kernels=[KERNEL], judge=no_gpu, spec_for=lambda m, k: ({"x": 1}, "test"))
+    locked = optimize_module(text, config=cfg, kernels=[KERNEL], judge=no_gpu, spec_for=lambda m, k: ([{"x": 1}], "test"))
     assert no_gpu.calls == 0 and locked.ptx == first.ptx
     assert locked.records["kernels"][0]["status"] == "locked"
 
 
 def test_reports_render_and_gate():
     judge = ScriptedJudge(speedups={"commute": 1.25})
-    res = search_kernel(module(), KERNEL, {"x": 1}, target="sm_90", options=OPTS, judge=judge)
+    res = search_kernel(module(), KERNEL, [{"x": 1}], target="sm_90", options=OPTS, judge=judge)
     record = {"schema": "nvcc-plus/record", "schema_version": 1, "source": "a.cu", "target": "sm_90",
               "kernels": [res.record]}
     md = render.markdown([record])
@@ -193,7 +194,7 @@ def test_reports_render_and_gate():
     page = render.html_report([record])
     assert "<svg" in page and "test-commute" in page and "diff_chg" in page
     slower = ScriptedJudge(speedups={"commute": 1.0})
-    res2 = search_kernel(module(), KERNEL, {"x": 1}, target="sm_90", options=OPTS, judge=slower)
+    res2 = search_kernel(module(), KERNEL, [{"x": 1}], target="sm_90", options=OPTS, judge=slower)
     record2 = {**record, "kernels": [res2.record]}
     problems = gate(compare([record], [record2]), 0.02)
     assert problems == [f"{KERNEL}: speedup fell from 1.250x to 1.000x",
@@ -215,12 +216,12 @@ def test_make_candidate_returns_none_when_a_step_does_not_fire():
 def _fake_judge(name: str):
     """A real Judge over the CPU fake backend of tests/judge, with the judge kernel's spec."""
     from superopt.judge.backends.base import register_backend
-    from superopt.search.loop import Judge
+    from superopt.judge import BackendJudge
     from tests.judge.judge_fake_backend import FakeBackend
     from tests.judge.planted import judge_spec
     fake = FakeBackend()
     register_backend(name, lambda: fake)
-    return Judge(name), fake, judge_spec(3000)
+    return BackendJudge(name), fake, judge_spec(3000)
 
 
 def test_judge_reuses_baseline_runs_until_a_rejection():
@@ -266,7 +267,7 @@ class ComboJudge(ScriptedJudge):
 @pytest.mark.parametrize("both,winner", [(1.4, "test-commute + test-cs-stores"), (1.15, "test-commute")])
 def test_greedy_combination_is_judged_and_kept_only_when_faster(both, winner):
     opts = SearchOptions(passes=["test-cs-stores", "test-commute", "test-nofire"], budget_s=60)
-    result = search_kernel(module(), KERNEL, {"x": 1}, target="sm_90", options=opts, judge=ComboJudge(both))
+    result = search_kernel(module(), KERNEL, [{"x": 1}], target="sm_90", options=opts, judge=ComboJudge(both))
     ids = [c["id"] for c in result.record["candidates"]]
     # the best single goes first in the combination, then the other winning pass
     assert ids == ["test-cs-stores", "test-commute", "test-commute + test-cs-stores"]
@@ -301,7 +302,7 @@ class FlakyJudge(ComboJudge):
 def test_the_kept_candidate_is_confirmed_by_a_second_timing():
     opts = SearchOptions(passes=["test-commute", "test-cs-stores"], budget_s=60)
     judge = FlakyJudge()
-    result = search_kernel(module(), KERNEL, {"x": 1}, target="sm_90", options=opts, judge=judge)
+    result = search_kernel(module(), KERNEL, [{"x": 1}], target="sm_90", options=opts, judge=judge)
     fates = {c["id"]: c["fate"] for c in result.record["candidates"]}
     assert fates["test-commute"] == "not-confirmed"          # 1.3x once, 1.0x when timed again
     assert fates["test-cs-stores"] == "winner"
@@ -318,7 +319,7 @@ def test_nothing_confirmed_keeps_the_baseline():
             s = 1.25 if self.calls <= 2 else 1.0
             return Timing("ok", s > 1.01, s)
     opts = SearchOptions(passes=["test-commute"], budget_s=60)
-    result = search_kernel(module(), KERNEL, {"x": 1}, target="sm_90", options=opts, judge=OnceJudge())
+    result = search_kernel(module(), KERNEL, [{"x": 1}], target="sm_90", options=opts, judge=OnceJudge())
     assert result.winner is None and result.record["status"] == "kept-baseline"
     assert "timed again" in result.record["reason"]
 
@@ -331,7 +332,7 @@ def test_the_kept_candidate_is_checked_again_on_fresh_inputs():
                 return Verdict("rejected", "set 2: buffer 'out' element 7 differs")
             return super().verify(base, cand, spec)
     opts = SearchOptions(passes=["test-commute", "test-cs-stores"], budget_s=60)
-    result = search_kernel(module(), KERNEL, {"x": 1}, target="sm_90", options=opts,
+    result = search_kernel(module(), KERNEL, [{"x": 1}], target="sm_90", options=opts,
                            judge=FreshFailJudge(both=1.0))
     by_id = {c["id"]: c for c in result.record["candidates"]}
     assert by_id["test-commute"]["fate"] == "rejected-check"
@@ -363,7 +364,7 @@ def test_a_candidate_the_sanitizer_flags_is_not_kept():
                                                    "nvcc's code: Invalid __global__ read of size 16 bytes")
             return SanitizerResult("clean", "no compute-sanitizer error beyond nvcc's code's")
     opts = SearchOptions(passes=["test-commute", "test-cs-stores"], budget_s=60)
-    result = search_kernel(module(), KERNEL, {"x": 1}, target="sm_90", options=opts,
+    result = search_kernel(module(), KERNEL, [{"x": 1}], target="sm_90", options=opts,
                            judge=SanitizingJudge(both=1.0))
     by_id = {c["id"]: c for c in result.record["candidates"]}
     assert by_id["test-commute"]["fate"] == "rejected-check"
@@ -371,7 +372,7 @@ def test_a_candidate_the_sanitizer_flags_is_not_kept():
     assert by_id["test-commute"]["sanitizer"]["status"] == "rejected"
     assert by_id["test-cs-stores"]["fate"] == "winner" and by_id["test-cs-stores"]["sanitizer"]["status"] == "clean"
     # switched off: not asked
-    off = search_kernel(module(), KERNEL, {"x": 1}, target="sm_90",
+    off = search_kernel(module(), KERNEL, [{"x": 1}], target="sm_90",
                         options=SearchOptions(passes=["test-commute"], budget_s=60, sanitize=()),
                         judge=SanitizingJudge(both=1.0))
     assert off.record["winner"] == "test-commute" and "sanitizer" not in off.record["candidates"][0]

@@ -1,0 +1,82 @@
+"""The judge behind one backend (the GPU, or the CPU emulator): the differential check,
+the timer and compute-sanitizer, as :class:`superopt.judge.protocol.Judge` describes them."""
+from __future__ import annotations
+
+import os
+
+from superopt.judge.cache import spec_key, text_digest
+from superopt.judge.protocol import Judge
+
+
+class BackendJudge(Judge):
+    """The differential check and the timer behind one backend."""
+
+    def __init__(self, backend: str = "auto", policy: str = "exact", check_sets: int = 4,
+                 timing_reps: int = 60):
+        self.policy = policy
+        self.check_sets = check_sets
+        self.timing_reps = timing_reps
+        self.backend = self._resolve(backend)
+        self._baseline_runs: dict = {}
+
+    @staticmethod
+    def gpu_usable() -> tuple[bool, str]:
+        # Cheap test first: a machine without the NVIDIA driver needs no CUDA process started
+        # (this runs once per compiled PTX in a build).
+        if not (os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/dxg")):
+            return False, "no NVIDIA GPU device node on this machine (/dev/nvidiactl)"
+        try:
+            from superopt.judge.backends.base import get_backend
+            be = get_backend("gpu")
+            return be.available()
+        except Exception as exc:
+            return False, str(exc)
+
+    def _resolve(self, backend: str) -> str:
+        if backend != "auto":
+            return backend
+        ok, _ = self.gpu_usable()
+        return "gpu" if ok else "emulator"
+
+    @property
+    def can_time(self) -> bool:
+        return self.backend == "gpu"
+
+    def verify(self, base_ptx: str, cand_ptx: str, spec, *, fresh: bool = False):
+        """The differential check. The baseline's runs on one family of inputs are reused for
+        the following candidates of the same baseline and spec (they do not depend on the
+        candidate; at large sizes they are most of a check's time); a rejection draws fresh
+        inputs for the next candidate, since its evidence shows input values. ``fresh``: a
+        check on inputs drawn for this call alone (the search does that before keeping a
+        candidate)."""
+        from superopt.judge.check import BaselineRuns, check, run_baseline
+        if fresh:
+            return check(base_ptx, cand_ptx, spec, backend=self.backend, policy=self.policy,
+                         sets=self.check_sets)
+        key = (text_digest(base_ptx), spec_key(spec))
+        runs = self._baseline_runs.get(key)
+        if runs is None:
+            runs = run_baseline(base_ptx, spec, backend=self.backend, policy=self.policy, sets=self.check_sets)
+            self._baseline_runs = {key: runs}   # one kernel at a time: bounded memory
+        if not isinstance(runs, BaselineRuns):
+            return runs          # could not judge the baseline (e.g. not deterministic): not again per candidate
+        verdict = check(base_ptx, cand_ptx, spec, backend=self.backend, baseline=runs)
+        if verdict.status == "rejected":
+            self._baseline_runs.pop(key, None)
+        return verdict
+
+    def sanitize(self, base_ptx: str, cand_ptx: str, spec, tools):
+        """compute-sanitizer on baseline and candidate (see superopt.judge.sanitize); GPU only."""
+        from superopt.judge.sanitize import SanitizerResult, sanitize_pair
+        if self.backend != "gpu":
+            return SanitizerResult("unavailable", "compute-sanitizer needs the GPU backend")
+        return sanitize_pair(base_ptx, cand_ptx, spec, tools=tuple(tools))
+
+    def time(self, base_ptx: str, cand_ptx: str, spec, *, fresh: bool = True):
+        """Timing holds the GPU's lock: concurrent compilations (make -j) never time at once.
+        Every call is a new measurement (``fresh`` is for wrappers that cache)."""
+        from superopt.judge.gpu_lock import gpu_lock
+        from superopt.judge.timing import time_pair
+        device = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0] or "0"
+        with gpu_lock(device):
+            return time_pair(base_ptx, cand_ptx, spec, backend=self.backend, reps=self.timing_reps)

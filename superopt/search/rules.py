@@ -1,0 +1,54 @@
+"""The rule proposer: every registered pass alone with each of its parameter values.
+
+Structural passes come first: within a budget, the passes that change how memory is moved or
+how much work is done are worth more time than hints and knobs.
+"""
+from __future__ import annotations
+
+import ptx_ir
+from superopt.passes import param_grid, registry
+from superopt.search.candidates import Candidate, Step, make_candidate
+
+PASS_PRIORITY = ("vectorize-memory", "warp-shuffle-reduction", "unroll", "address-arithmetic",
+                 "occupancy", "nounroll", "cache-hints")
+
+
+def priority(name: str) -> int:
+    return PASS_PRIORITY.index(name) if name in PASS_PRIORITY else len(PASS_PRIORITY)
+
+
+def rule_candidates(module: ptx_ir.Module, kernel: str, options, notes: list[str]) -> list[Candidate]:
+    """Every pass alone with each parameter combination, deduplicated by text.
+    ``options``: the search's (``passes``: which, None for all; ``extra_params``: per pass,
+    parameters forced onto every combination)."""
+    passes = registry()
+    names = options.passes if options.passes is not None else sorted(passes, key=priority)
+    out: list[Candidate] = []
+    seen: set[str] = set()
+    for name in names:
+        info = passes.get(name)
+        if info is None:
+            notes.append(f"unknown pass {name!r} skipped")
+            continue
+        for params in param_grid(info):
+            params = {**params, **options.extra_params.get(name, {})}
+            try:
+                cand = make_candidate(module, kernel, [Step(name, params)])
+            except Exception as exc:   # a crashing pass must not stop the search
+                notes.append(f"pass {name}({params}) crashed on {kernel}: {type(exc).__name__}: {exc}")
+                continue
+            if cand is not None and cand.hash not in seen:
+                seen.add(cand.hash)
+                out.append(cand)
+    return out
+
+
+class RuleProposer:
+    """The registered passes as a :class:`superopt.search.proposer.Proposer`; judged within
+    the search budget (the loop defers what does not fit, and combines the winners)."""
+
+    name = "rules"
+    own_budget = False
+
+    def propose(self, module, kernel, context):
+        return rule_candidates(module, kernel, context.options, context.notes)
