@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 from ptx_ir import isa
+from ptx_ir import types as ptx_types
 from ptx_ir.dataflow import ENTRY
 from ptx_ir.nodes import Addr, Guard, Imm, Instruction, Label, Neg, Reg, Sym, type_size
 
@@ -24,8 +25,8 @@ class Unknown(Exception):
 
 # --------------------------------------------------------------------------- semantics
 
-INT_TYPES = {".u8", ".u16", ".u32", ".u64", ".s8", ".s16", ".s32", ".s64", ".b8", ".b16",
-             ".b32", ".b64"}
+# the integer types int_eval models: those of ptx_ir.types that fit a 64-bit register
+INT_TYPES = frozenset(t for t in ptx_types.INT_TYPES if ptx_types.TYPES[t].size <= 8)
 COMPARES = {"eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs"}
 
 

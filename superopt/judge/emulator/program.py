@@ -24,7 +24,8 @@ from ptx_ir.nodes import (
 from ptx_ir.semantics import Unsupported, decode_alu, fp
 from ptx_ir.semantics.errors import KernelFault, UndefinedBehavior
 from ptx_ir.semantics.types import (
-    SINT_OF_SIZE, UINT_OF_SIZE, imm_scalar, is_signed, natural_dtype, storage_dtype, type_size,
+    SINT_OF_SIZE, UINT_OF_SIZE, has_natural_dtype, imm_scalar, is_float, is_signed, natural_dtype,
+    storage_dtype, type_size,
 )
 from superopt.judge.emulator import memory as M
 
@@ -1259,11 +1260,9 @@ class FnCtx:
         raise Unsupported(text)
 
 
-_FLOAT_TYPES = frozenset({".f16", ".f16x2", ".bf16", ".bf16x2", ".f32", ".f64"})
-
-
 def _plain_float(inst):
-    return (inst.type in _FLOAT_TYPES
+    t = inst.type
+    return (t is not None and is_float(t) and has_natural_dtype(t)
             and not any(m in (".rn", ".rz", ".rm", ".rp") for m in inst.modifiers))
 
 
@@ -1332,7 +1331,6 @@ def _make_alu_run(fn, srcs, dsts):
 
 def _atom_kind(opn, t):
     """How the memory model may batch an atomic (see memory.atomic_apply)."""
-    from ptx_ir.semantics.types import is_float
     if opn == "exch":
         return ("exch",)
     if opn == "cas":
@@ -1350,7 +1348,6 @@ def _atom_kind(opn, t):
 
 
 def _atom_fn(opn, t, mods, text):
-    from ptx_ir.semantics.types import is_float
     w = type_size(t)
     ut = UINT_OF_SIZE[w]
     nd = natural_dtype(t)
