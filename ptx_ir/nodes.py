@@ -206,7 +206,15 @@ def parse_number(text: str) -> int | float:
 
 
 def walk_operand(op: Operand) -> Iterator[Operand]:
-    """Yield ``op`` and every operand nested in it."""
+    """Yield ``op`` and every operand nested in it, depth first, parents before children.
+
+    The one operand walker of the code base (analyses, passes, the emulator, the spec
+    tracer): it enters every kind that nests operands — vector, parenthesised and brace
+    lists, both halves of a pair, a negated predicate, an address's base *and* its extra
+    operands (texture coordinates: registers an instruction reads), and the terms of
+    initializer expressions (``a+b``, ``generic(x)``). Filter what it yields rather than
+    writing a walker that skips a kind.
+    """
     yield op
     if isinstance(op, (Vec, Paren, Brace)):
         for item in op.items:

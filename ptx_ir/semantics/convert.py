@@ -5,7 +5,7 @@ import numpy as np
 
 from ptx_ir.semantics import fp
 from ptx_ir.semantics.errors import Unsupported
-from ptx_ir.semantics.types import SINT_OF_SIZE, UINT_OF_SIZE, is_float, natural_dtype, type_size
+from ptx_ir.semantics.types import UINT_OF_SIZE, is_float, natural_dtype, type_size
 
 f16, f32, f64 = np.float16, np.float32, np.float64
 u32, u64, i64 = np.uint32, np.uint64, np.int64

@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from ptx_ir import isa
 from ptx_ir.affine import Affine
 from ptx_ir.dataflow import ENTRY
-from ptx_ir.nodes import Addr, Guard, Imm, Instruction, Label, Neg, Pair, Reg, Vec, type_size
+from ptx_ir.nodes import Addr, Guard, Imm, Instruction, Label, Neg, Pair, Reg, Sym, Vec, type_size, walk_operand
 
 from superopt.passes import Change, register
 from superopt.passes._loop_tools import (
@@ -314,17 +314,10 @@ def _extern_shared(fn) -> set[str]:
     names = set()
     for inst in fn.instructions:
         for op in inst.operands:
-            for sub in _walk_syms(op):
-                if sub not in local:
-                    names.add(sub)
+            for sub in walk_operand(op):
+                if isinstance(sub, Sym) and sub.name not in local:
+                    names.add(sub.name)
     return names
-
-
-def _walk_syms(op):
-    from ptx_ir.nodes import Sym, walk_operand
-    for o in walk_operand(op):
-        if isinstance(o, Sym):
-            yield o.name
 
 
 # --------------------------------------------------------------------------- emission

@@ -12,17 +12,16 @@ Anything that cannot be executed exactly raises :class:`Unsupported` at compile 
 """
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ptx_ir.nodes import (
-    Addr, BinExpr, Brace, CallExpr, Directive, Function, Imm, Instruction, Label, Module, Neg,
+    Addr, BinExpr, Directive, Function, Imm, Instruction, Label, Module, Neg,
     Pair, Paren, Reg, ScopeClose, ScopeOpen, Sink, Sym, VarDecl, Vec, type_size as node_type_size,
+    walk_operand,
 )
 from ptx_ir.semantics import Unsupported, decode_alu, fp
-from ptx_ir.semantics.errors import KernelFault, UndefinedBehavior
 from ptx_ir.semantics.types import (
     SINT_OF_SIZE, UINT_OF_SIZE, has_natural_dtype, imm_scalar, is_float, is_signed, natural_dtype,
     storage_dtype, type_size,
@@ -145,7 +144,7 @@ class Program:
                             addr_taken.add(o.name)
         for g in mod.globals:
             if g.init is not None:
-                for o in _walk(g.init):
+                for o in walk_operand(g.init):
                     if isinstance(o, Sym) and o.name in by_name:
                         addr_taken.add(o.name)
         graph: dict[str, set] = {}
@@ -207,19 +206,6 @@ class Program:
         for s in self.sites:
             if s.callee is not None and s.callee.entry_pc < 0:
                 raise Unsupported(f"call to {s.callee.name}")
-
-
-def _walk(op):
-    yield op
-    if isinstance(op, (Vec, Paren, Brace)):
-        for x in op.items:
-            yield from _walk(x)
-    elif isinstance(op, BinExpr):
-        yield from _walk(op.left)
-        yield from _walk(op.right)
-    elif isinstance(op, CallExpr):
-        for x in op.args:
-            yield from _walk(x)
 
 
 def _call_target(inst):
@@ -1125,7 +1111,7 @@ class FnCtx:
                 depth -= 1
             elif isinstance(st, Instruction):
                 for j, o in enumerate(st.operands):
-                    for x in _walk_all(o):
+                    for x in walk_operand(o):
                         if isinstance(x, (Sym, Reg)):
                             try:
                                 k = self._lookup(x.name, self.cur_scope)
@@ -1142,7 +1128,7 @@ class FnCtx:
             if isinstance(st, Instruction):
                 srcs = st.operands if st.opcode == "st" else st.operands[1:]
                 for o in srcs:
-                    for x in _walk_all(o):
+                    for x in walk_operand(o):
                         if isinstance(x, Reg) and x.name in loaded:
                             return True
                 if st.guard is not None and st.guard.reg.name in loaded:
@@ -1264,23 +1250,6 @@ def _plain_float(inst):
     t = inst.type
     return (t is not None and is_float(t) and has_natural_dtype(t)
             and not any(m in (".rn", ".rz", ".rm", ".rp") for m in inst.modifiers))
-
-
-def _walk_all(op):
-    yield op
-    if isinstance(op, (Vec, Paren, Brace)):
-        for x in op.items:
-            yield from _walk_all(x)
-    elif isinstance(op, Addr):
-        yield from _walk_all(op.base)
-    elif isinstance(op, Pair):
-        yield from _walk_all(op.first)
-        yield from _walk_all(op.second)
-    elif isinstance(op, Neg):
-        yield from _walk_all(op.operand)
-    elif isinstance(op, BinExpr):
-        yield from _walk_all(op.left)
-        yield from _walk_all(op.right)
 
 
 def _sym_off(op):
