@@ -128,10 +128,6 @@ def _fma(t, mods, inst):
     return x2(g, fmt) if t.endswith("x2") else g
 
 
-def _cmp_types(t):
-    return t
-
-
 def decode_alu(inst: Instruction) -> AluSpec | None:
     op = inst.opcode
     mods = inst.modifiers

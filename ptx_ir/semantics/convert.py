@@ -24,10 +24,6 @@ def _float_to_f64(x, t):
     return np.asarray(x).astype(f64)
 
 
-def _int_type(t):
-    return t[1] in "usb" and not is_float(t) and t != ".pred"
-
-
 def _canon_int_type(t):
     if t.startswith(".b"):
         return ".u" + t[2:]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ptx_ir.semantics.types import SINT_OF_SIZE, UINT_OF_SIZE
+from ptx_ir.semantics.types import UINT_OF_SIZE
 
 u8, u16, u32, u64 = np.uint8, np.uint16, np.uint32, np.uint64
 i32, i64 = np.int32, np.int64
@@ -18,11 +18,6 @@ def _u(x):
     """Reinterpret as unsigned of the same width."""
     x = np.asarray(x)
     return x.view(UINT_OF_SIZE[x.dtype.itemsize])
-
-
-def _s(x):
-    x = np.asarray(x)
-    return x.view(SINT_OF_SIZE[x.dtype.itemsize])
 
 
 def as_dtype(x, dt):
@@ -91,10 +86,6 @@ def _mulhi_u64(a, b):
     ll, lh, hl, hh = al * bl, al * bh, ah * bl, ah * bh
     mid = (ll >> u64(32)) + (lh & M32) + (hl & M32)
     return hh + (lh >> u64(32)) + (hl >> u64(32)) + (mid >> u64(32))
-
-
-def _mullo_u64(a, b):
-    return np.asarray(a, u64) * np.asarray(b, u64)
 
 
 def mul_hi(a, b):
