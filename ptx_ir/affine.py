@@ -13,7 +13,7 @@ as exact, i.e. the 32-bit index does not overflow. That is how nvcc itself reaso
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 Monomial = tuple  # sorted tuple of atom names; () is the constant term
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, Union
 
 from ptx_ir.errors import IRError
+from ptx_ir.types import SUB_BYTE_TYPES, TYPE_NAMES, ptx_type
 
 # --------------------------------------------------------------------------- operands
 
@@ -205,7 +206,15 @@ def parse_number(text: str) -> int | float:
 
 
 def walk_operand(op: Operand) -> Iterator[Operand]:
-    """Yield ``op`` and every operand nested in it."""
+    """Yield ``op`` and every operand nested in it, depth first, parents before children.
+
+    The one operand walker of the code base (analyses, passes, the emulator, the spec
+    tracer): it enters every kind that nests operands — vector, parenthesised and brace
+    lists, both halves of a pair, a negated predicate, an address's base *and* its extra
+    operands (texture coordinates: registers an instruction reads), and the terms of
+    initializer expressions (``a+b``, ``generic(x)``). Filter what it yields rather than
+    writing a walker that skips a kind.
+    """
     yield op
     if isinstance(op, (Vec, Paren, Brace)):
         for item in op.items:
@@ -245,12 +254,6 @@ class Guard:
         return f"@{'!' if self.negated else ''}{self.reg}"
 
 
-TYPE_NAMES = frozenset({
-    ".b8", ".b16", ".b32", ".b64", ".b128", ".u8", ".u16", ".u32", ".u64", ".s8", ".s16", ".s32",
-    ".s64", ".f16", ".f16x2", ".f32", ".f64", ".bf16", ".bf16x2", ".tf32", ".e4m3", ".e5m2",
-    ".e4m3x2", ".e5m2x2", ".pred", ".e2m1x2", ".e2m3x2", ".e3m2x2", ".ue8m0x2", ".s4", ".u4",
-    ".b4", ".b1", ".e2m1", ".e2m3", ".e3m2", ".ue8m0", ".s2f6x2", ".u16x2", ".s16x2",
-})
 STATE_SPACES = frozenset({".global", ".shared", ".local", ".param", ".const", ".tex", ".reg",
                           ".sreg", ".shared::cta", ".shared::cluster", ".param::entry",
                           ".param::func"})
@@ -418,17 +421,16 @@ Statement = Union[Instruction, Label, ScopeOpen, ScopeClose, Directive, VarDecl]
 
 
 def type_size(type_name: str) -> int:
-    if type_name == ".pred":
-        return 1
-    digits = "".join(ch for ch in type_name if ch.isdigit())
-    if type_name.endswith("x2"):
-        digits = "".join(ch for ch in type_name[:-2] if ch.isdigit()) or "8"
-        return 2 * int(digits) // 8
-    if type_name in (".tf32",):
-        return 4
-    if type_name in (".e4m3", ".e5m2", ".e2m1", ".e2m3", ".e3m2", ".ue8m0"):
-        return 1
-    return max(1, int(digits) // 8) if digits else 4
+    """Bytes of one value of ``type_name``, from the one table in :mod:`ptx_ir.types`.
+
+    Unlike :func:`ptx_ir.types.type_size` it never raises, as callers across the code base
+    have always relied on: a sub-byte type (``.b1``, ``.s4``...) counts as 1 byte and a
+    name that is not a sized PTX type (``.texref``, ``.s2f6x2``...) as 4.
+    """
+    t = ptx_type(type_name)
+    if t is not None:
+        return t.size
+    return 1 if type_name in SUB_BYTE_TYPES else 4
 
 
 # --------------------------------------------------------------------------- functions

@@ -31,6 +31,7 @@ SPECIAL_COMPONENTS = frozenset({".x", ".y", ".z", ".w"})
 class Parser:
     def __init__(self, text: str):
         self.text = text
+        self.fragment = False          # accept a text without .version (see parse)
         self._src: SourceMap | None = None
         self.toks, self.nl, self.lines = scan(text)   # lines: for emit(keep_lines=True)
         self.i = 0
@@ -153,7 +154,7 @@ class Parser:
                 item.line = self.lines[start]
                 item.span = (self.toks[start][2], last[2] + len(last[1]))
         module.source_text = self.text
-        if not module.version:
+        if not module.version and not self.fragment:
             tok = self.toks[0]
             raise self.src.error("missing .version directive", tok[2], tok[1])
         return module
@@ -577,11 +578,15 @@ def join_tokens(tokens: list[str]) -> str:
     return out
 
 
-def parse(text: str) -> Module:
-    """Parse PTX text into a :class:`Module`. Raises only :class:`ParseError`."""
+def parse(text: str, *, fragment: bool = False) -> Module:
+    """Parse PTX text into a :class:`Module`. Raises only :class:`ParseError`.
+
+    ``fragment``: accept text without the ``.version`` directive a module must start with
+    (declarations cut out of a module, as a signature check may be given)."""
     parser = None
     try:
         parser = Parser(text)
+        parser.fragment = fragment
         return parser.parse_module()
     except ParseError:
         raise

@@ -66,6 +66,13 @@ def _table() -> dict[str, PtxType]:
 
 
 TYPES: dict[str, PtxType] = _table()
+# Types narrower than a byte (.b1 in bmma/popc-style operands, .s4/.u4/.b4 in mma): valid
+# type modifiers with no whole-byte size, so they have no row above.
+SUB_BYTE_TYPES = frozenset({".b1", ".b4", ".s4", ".u4"})
+# Every type modifier an instruction or declaration can carry (what the parser and
+# ``Instruction.types`` recognise). ``.s2f6x2`` (two 8-bit fixed-point lanes of cvt) is a
+# type name without arithmetic semantics here.
+TYPE_NAMES = frozenset(TYPES) | SUB_BYTE_TYPES | {".s2f6x2"}
 FLOAT_TYPES = frozenset(n for n, t in TYPES.items() if t.is_float)
 INT_TYPES = frozenset(n for n, t in TYPES.items() if t.is_int)
 

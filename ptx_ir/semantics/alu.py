@@ -16,7 +16,7 @@ import numpy as np
 from ptx_ir.nodes import Imm, Instruction, TYPE_NAMES
 from ptx_ir.semantics import convert, floatops, fp, integer
 from ptx_ir.semantics.errors import Unsupported
-from ptx_ir.semantics.types import is_float, natural_dtype, type_bits
+from ptx_ir.semantics.types import has_natural_dtype, is_float, natural_dtype, type_bits
 
 u16, u32, u64 = np.uint16, np.uint32, np.uint64
 f16 = np.float16
@@ -128,10 +128,6 @@ def _fma(t, mods, inst):
     return x2(g, fmt) if t.endswith("x2") else g
 
 
-def _cmp_types(t):
-    return t
-
-
 def decode_alu(inst: Instruction) -> AluSpec | None:
     op = inst.opcode
     mods = inst.modifiers
@@ -140,6 +136,8 @@ def decode_alu(inst: Instruction) -> AluSpec | None:
     types = inst.types
     t = types[-1] if types else None
     text = _text(inst)
+    if not all(map(has_natural_dtype, types)):      # .tf32, fp8, .b128: no register value here
+        raise Unsupported(text)
 
     def need(cond=True):
         if not cond:

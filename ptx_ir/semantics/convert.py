@@ -5,7 +5,7 @@ import numpy as np
 
 from ptx_ir.semantics import fp
 from ptx_ir.semantics.errors import Unsupported
-from ptx_ir.semantics.types import SINT_OF_SIZE, UINT_OF_SIZE, is_float, natural_dtype, type_size
+from ptx_ir.semantics.types import UINT_OF_SIZE, is_float, natural_dtype, type_size
 
 f16, f32, f64 = np.float16, np.float32, np.float64
 u32, u64, i64 = np.uint32, np.uint64, np.int64
@@ -22,10 +22,6 @@ def _float_to_f64(x, t):
     if t == ".bf16":
         return fp.bf16_bits_to_f32(x).astype(f64)
     return np.asarray(x).astype(f64)
-
-
-def _int_type(t):
-    return t[1] in "usb" and not is_float(t) and t != ".pred"
 
 
 def _canon_int_type(t):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ptx_ir.semantics.types import SINT_OF_SIZE, UINT_OF_SIZE
+from ptx_ir.semantics.types import UINT_OF_SIZE
 
 u8, u16, u32, u64 = np.uint8, np.uint16, np.uint32, np.uint64
 i32, i64 = np.int32, np.int64
@@ -18,11 +18,6 @@ def _u(x):
     """Reinterpret as unsigned of the same width."""
     x = np.asarray(x)
     return x.view(UINT_OF_SIZE[x.dtype.itemsize])
-
-
-def _s(x):
-    x = np.asarray(x)
-    return x.view(SINT_OF_SIZE[x.dtype.itemsize])
 
 
 def as_dtype(x, dt):
@@ -91,10 +86,6 @@ def _mulhi_u64(a, b):
     ll, lh, hl, hh = al * bl, al * bh, ah * bl, ah * bh
     mid = (ll >> u64(32)) + (lh & M32) + (hl & M32)
     return hh + (lh >> u64(32)) + (hl >> u64(32)) + (mid >> u64(32))
-
-
-def _mullo_u64(a, b):
-    return np.asarray(a, u64) * np.asarray(b, u64)
 
 
 def mul_hi(a, b):
@@ -430,3 +421,122 @@ def dp2a(a, b, c, sa: bool, sb: bool, hi: bool):
             y = np.where(y >= 128, y - 256, y)
         acc = acc + x * y
     return (acc & 0xFFFFFFFF).astype(u32)
+
+
+# ------------------------------------------------------------------ one value, Python ints
+#
+# The same semantics for one value at a time, on Python ints: a value is the unsigned bit
+# pattern of a ``bits``-wide register (0 <= v < 2**bits), ``signed`` says whether the
+# instruction type is .sN. For callers that evaluate instructions millions of times on
+# single values (the passes' prover, superopt.passes._loop_tools.int_eval; the spec tracer),
+# where numpy scalars would cost ~20x. tests/emulator/test_int_scalar.py checks every
+# function here against its array counterpart above.
+
+def py_wrap(value: int, bits: int) -> int:
+    """``value`` modulo 2**bits (the unsigned bit pattern)."""
+    return value & ((1 << bits) - 1)
+
+
+def py_signed(value: int, bits: int) -> int:
+    """The bit pattern read as a two's-complement integer."""
+    value = py_wrap(value, bits)
+    return value - (1 << bits) if value >> (bits - 1) else value
+
+
+def _py_ops(a: int, b: int, bits: int, signed: bool) -> tuple[int, int]:
+    return (py_signed(a, bits), py_signed(b, bits)) if signed else (py_wrap(a, bits), py_wrap(b, bits))
+
+
+def py_div(a: int, b: int, bits: int, signed: bool) -> int:
+    """div: truncating; a zero divisor gives all ones (-1 when signed), as :func:`div`."""
+    x, y = _py_ops(a, b, bits, signed)
+    if y == 0:
+        return (1 << bits) - 1
+    q = abs(x) // abs(y)
+    return py_wrap(q if (x < 0) == (y < 0) else -q, bits)
+
+
+def py_rem(a: int, b: int, bits: int, signed: bool) -> int:
+    """rem: the sign of the dividend; a zero divisor gives the dividend, as :func:`rem`."""
+    x, y = _py_ops(a, b, bits, signed)
+    if y == 0:
+        return py_wrap(x, bits)
+    r = abs(x) % abs(y)
+    return py_wrap(-r if x < 0 else r, bits)
+
+
+def py_mul_hi(a: int, b: int, bits: int, signed: bool) -> int:
+    x, y = _py_ops(a, b, bits, signed)
+    return py_wrap((x * y) >> bits, bits)
+
+
+def py_mul_wide(a: int, b: int, bits: int, signed: bool) -> int:
+    """mul.wide: the full product, 2*bits wide."""
+    x, y = _py_ops(a, b, bits, signed)
+    return py_wrap(x * y, 2 * bits)
+
+
+def py_shl(a: int, n: int, bits: int) -> int:
+    """shl: n is an unsigned 32-bit amount; n >= bits gives 0."""
+    return py_wrap(a << min(py_wrap(n, 32), bits), bits)
+
+
+def py_shr(a: int, n: int, bits: int, signed: bool) -> int:
+    """shr: arithmetic when signed (clamped at bits-1), logical otherwise (0 past bits)."""
+    n = py_wrap(n, 32)
+    if signed:
+        return py_wrap(py_signed(a, bits) >> min(n, bits - 1), bits)
+    return py_wrap(a, bits) >> n if n < bits else 0
+
+
+def py_min(a: int, b: int, bits: int, signed: bool) -> int:
+    x, y = _py_ops(a, b, bits, signed)
+    return py_wrap(min(x, y), bits)
+
+
+def py_max(a: int, b: int, bits: int, signed: bool) -> int:
+    x, y = _py_ops(a, b, bits, signed)
+    return py_wrap(max(x, y), bits)
+
+
+def py_abs(a: int, bits: int) -> int:
+    """abs of a signed value; abs(INT_MIN) = INT_MIN."""
+    return py_wrap(abs(py_signed(a, bits)), bits)
+
+
+def py_neg(a: int, bits: int) -> int:
+    return py_wrap(-a, bits)
+
+
+def py_clz(a: int, bits: int) -> int:
+    return bits - py_wrap(a, bits).bit_length()
+
+
+def py_popc(a: int, bits: int) -> int:
+    return py_wrap(a, bits).bit_count()
+
+
+def py_compare(cmp: str, a: int, b: int, bits: int, signed: bool) -> bool:
+    """setp's integer comparisons (eq ne lt le gt ge, and the unsigned lo ls hi hs)."""
+    x, y = _py_ops(a, b, bits, signed)
+    return {"eq": x == y, "ne": x != y, "lt": x < y, "le": x <= y, "gt": x > y, "ge": x >= y,
+            "lo": x < y, "ls": x <= y, "hi": x > y, "hs": x >= y}[cmp]
+
+
+def py_cvt_int(a: int, dbits: int, sbits: int, src_signed: bool) -> int:
+    """cvt between integer types without .sat: sign- or zero-extend, then truncate."""
+    v = py_signed(a, sbits) if src_signed else py_wrap(a, sbits)
+    return py_wrap(v, dbits)
+
+
+# two-source integer instructions by PTX opcode (mul is mul.lo), as f(a, b, bits, signed)
+PY_BINOPS = {
+    "add": lambda a, b, bits, s: py_wrap(a + b, bits),
+    "sub": lambda a, b, bits, s: py_wrap(a - b, bits),
+    "mul": lambda a, b, bits, s: py_wrap(a * b, bits),
+    "and": lambda a, b, bits, s: py_wrap(a & b, bits),
+    "or": lambda a, b, bits, s: py_wrap(a | b, bits),
+    "xor": lambda a, b, bits, s: py_wrap(a ^ b, bits),
+    "shl": lambda a, b, bits, s: py_shl(a, b, bits),
+    "shr": py_shr, "min": py_min, "max": py_max, "div": py_div, "rem": py_rem,
+}

@@ -10,6 +10,7 @@ import struct
 
 import numpy as np
 
+from ptx_ir import types as ptx_types
 from ptx_ir.semantics.errors import Unsupported
 
 # natural numpy dtype a semantic function receives/returns for each PTX type
@@ -22,7 +23,6 @@ _NATURAL = {
     ".f16x2": np.uint32, ".bf16x2": np.uint32, ".u16x2": np.uint32, ".s16x2": np.uint32,
     ".b64": np.uint64, ".u64": np.uint64, ".s64": np.int64, ".f64": np.float64,
 }
-_BITS = {np.dtype(np.bool_): 1}
 
 UINT_OF_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 SINT_OF_SIZE = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
@@ -36,22 +36,33 @@ def natural_dtype(t: str) -> np.dtype:
         raise Unsupported(f"type {t}") from None
 
 
+def has_natural_dtype(t: str) -> bool:
+    """Whether the semantics can hold a value of type t in a register (see natural_dtype)."""
+    return t in _NATURAL
+
+
+def _row(t: str):
+    """The table row of a type the semantics can hold in a register (one with a natural
+    dtype); Unsupported for any other (.b128, .tf32, the fp8 formats, ...)."""
+    if t not in _NATURAL:
+        raise Unsupported(f"type {t}")
+    return ptx_types.TYPES[t]
+
+
 def type_bits(t: str) -> int:
-    if t == ".pred":
-        return 1
-    return natural_dtype(t).itemsize * 8
+    return _row(t).bits
 
 
 def type_size(t: str) -> int:
-    return 1 if t == ".pred" else natural_dtype(t).itemsize
+    return _row(t).size
 
 
 def is_signed(t: str) -> bool:
-    return t[1] == "s" and t not in (".s16x2",)
+    return ptx_types.is_signed(t)
 
 
 def is_float(t: str) -> bool:
-    return t in (".f16", ".f32", ".f64", ".bf16", ".f16x2", ".bf16x2")
+    return ptx_types.is_float(t)
 
 
 def storage_dtype(t: str) -> np.dtype:

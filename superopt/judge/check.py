@@ -38,13 +38,14 @@ from __future__ import annotations
 
 import copy
 import math
-import re
 import time
 from dataclasses import asdict, dataclass, field, replace
+from functools import lru_cache
 from typing import Any, Union
 
 import numpy as np
 
+import ptx_ir
 from superopt.judge.backends.base import Backend, BackendUnavailable, get_backend
 from superopt.judge.inputs import (InputSet, complement_poison, fresh_seed, is_nan_bits, make_input_set,
                              make_rng, poison_unlike, size_variants, tail_variants)
@@ -184,43 +185,30 @@ def format_value(a: np.ndarray, i: int, et: ElemType) -> str:
 
 # --------------------------------------------------------------------------- PTX entries
 
-_ENTRY_RE = re.compile(r"\.entry\s+([A-Za-z_$%][\w$%.]*)\s*(\((.*?)\))?", re.S)
-_PARAM_RE = re.compile(r"\.param\s+(.*?)\s+([A-Za-z_$%][\w$%.]*)\s*(\[\s*(\d+)\s*\])?\s*$", re.S)
-_TYPE_SIZES = {"b8": 1, "u8": 1, "s8": 1, "b16": 2, "u16": 2, "s16": 2, "f16": 2, "bf16": 2, "f16x2": 4,
-               "b32": 4, "u32": 4, "s32": 4, "f32": 4, "b64": 8, "u64": 8, "s64": 8, "f64": 8, "pred": 1,
-               "b128": 16}
-
-
-def _strip_comments(ptx: str) -> str:
-    ptx = re.sub(r"/\*.*?\*/", " ", ptx, flags=re.S)
-    return re.sub(r"//[^\n]*", "", ptx)
+@lru_cache(maxsize=8)
+def _entries(ptx: str) -> dict[str, list[tuple[str, str, int]]]:
+    """Every .entry of the module, by ptx_ir's parser: name -> (name, type, bytes) per param.
+    Cached: a search asks about the same baseline for every candidate. A text ptx_ir cannot
+    parse has no entries it can vouch for."""
+    try:
+        module = ptx_ir.parse(ptx, fragment=True)
+    except ptx_ir.ParseError:
+        return {}
+    out: dict[str, list[tuple[str, str, int]]] = {}
+    for f in module.functions:
+        if f.is_entry:
+            out.setdefault(f.name, [(p.name, p.type.lstrip("."), p.size or 0) for p in f.params])
+    return out
 
 
 def entry_names(ptx: str) -> list[str]:
-    return [m.group(1) for m in _ENTRY_RE.finditer(_strip_comments(ptx))]
+    return list(_entries(ptx))
 
 
 def entry_params(ptx: str, kernel: str) -> list[tuple[str, str, int]] | None:
     """(name, type, size in bytes) of each param of ``.entry kernel``; None if absent."""
-    for m in _ENTRY_RE.finditer(_strip_comments(ptx)):
-        if m.group(1) != kernel:
-            continue
-        body = (m.group(3) or "").strip()
-        if not body:
-            return []
-        out = []
-        for chunk in body.split(","):
-            pm = _PARAM_RE.search(chunk.strip())
-            if not pm:
-                out.append(("?", "?", 0))
-                continue
-            quals = pm.group(1).split()
-            types = [q.lstrip(".") for q in quals if q.lstrip(".") in _TYPE_SIZES]
-            t = types[-1] if types else "?"
-            n = int(pm.group(4)) if pm.group(4) else 1
-            out.append((pm.group(2), t, _TYPE_SIZES.get(t, 0) * n))
-        return out
-    return None
+    params = _entries(ptx).get(kernel)
+    return None if params is None else list(params)
 
 
 def resolve_kernel(ptx: str, name: str) -> str | None:

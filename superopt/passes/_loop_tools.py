@@ -12,10 +12,10 @@
 from __future__ import annotations
 
 from ptx_ir import isa
+from ptx_ir import types as ptx_types
 from ptx_ir.dataflow import ENTRY
 from ptx_ir.nodes import Addr, Guard, Imm, Instruction, Label, Neg, Reg, Sym, type_size
-
-MASK64 = (1 << 64) - 1
+from ptx_ir.semantics import integer
 
 
 class Unknown(Exception):
@@ -24,8 +24,8 @@ class Unknown(Exception):
 
 # --------------------------------------------------------------------------- semantics
 
-INT_TYPES = {".u8", ".u16", ".u32", ".u64", ".s8", ".s16", ".s32", ".s64", ".b8", ".b16",
-             ".b32", ".b64"}
+# the integer types int_eval models: those of ptx_ir.types that fit a 64-bit register
+INT_TYPES = frozenset(t for t in ptx_types.INT_TYPES if ptx_types.TYPES[t].size <= 8)
 COMPARES = {"eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs"}
 
 
@@ -33,45 +33,29 @@ def _width(type_name: str) -> int:
     return type_size(type_name) * 8
 
 
-def _wrap(value: int, bits: int) -> int:
-    return value & ((1 << bits) - 1)
-
-
-def _signed(value: int, bits: int) -> int:
-    value = _wrap(value, bits)
-    return value - (1 << bits) if value >> (bits - 1) else value
-
-
 def _operand_value(op, env: dict, bits: int):
     if isinstance(op, Imm):
         if op.is_float:
             raise Unknown(f"float literal {op}")
-        return _wrap(int(op.value), bits)
+        return integer.py_wrap(int(op.value), bits)
     if isinstance(op, Neg):
         return not _operand_value(op.operand, env, 1)
     if isinstance(op, Reg):
         if op.name not in env:
             raise Unknown(op.name)
         value = env[op.name]
-        return value if isinstance(value, bool) else _wrap(value, bits)
+        return value if isinstance(value, bool) else integer.py_wrap(value, bits)
     raise Unknown(f"operand {op}")
-
-
-def compare(cmp: str, a: int, b: int, type_name: str) -> bool:
-    bits = _width(type_name)
-    if type_name.startswith(".s"):
-        a, b = _signed(a, bits), _signed(b, bits)
-    else:
-        a, b = _wrap(a, bits), _wrap(b, bits)
-    return {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b,
-            "lo": a < b, "ls": a <= b, "hi": a > b, "hs": a >= b}[cmp]
 
 
 def int_eval(inst: Instruction, env: dict) -> dict:
     """Execute one integer/predicate instruction on ``env`` (reg name -> int/bool).
 
     Returns the updates ``{reg: value}``. Raises :class:`Unknown` for anything it does not
-    model exactly. Integers are kept as unsigned bit patterns of their width.
+    model exactly. Integers are kept as unsigned bit patterns of their width. The arithmetic
+    is ptx_ir's (``ptx_ir.semantics.integer.py_*``, the emulator's semantics on Python
+    ints), except that a zero divisor is :class:`Unknown`: PTX leaves that result
+    machine-specific, and a fact proved here must hold on every GPU.
     """
     if inst.guard is not None:
         g = env.get(inst.guard.reg.name)
@@ -91,7 +75,8 @@ def int_eval(inst: Instruction, env: dict) -> dict:
         if cmp is None or t not in INT_TYPES:
             raise Unknown(f"{inst!r}")
         bits = _width(t)
-        result = compare(cmp, _operand_value(ops[1], env, bits), _operand_value(ops[2], env, bits), t)
+        result = integer.py_compare(cmp, _operand_value(ops[1], env, bits),
+                                    _operand_value(ops[2], env, bits), bits, ptx_types.is_signed(t))
         combine = next((m for m in inst.modifiers if m in (".and", ".or", ".xor")), None)
         if combine:
             c = bool(_operand_value(ops[3], env, 1))
@@ -115,73 +100,41 @@ def int_eval(inst: Instruction, env: dict) -> dict:
             and not any(m in (".sat",) for m in inst.modifiers):
         dbits, sbits = _width(types[0]), _width(types[1])
         v = _operand_value(ops[1], env, sbits)
-        if types[1].startswith(".s"):
-            v = _signed(v, sbits)
-        return {dst: _wrap(v, dbits)}
+        return {dst: integer.py_cvt_int(v, dbits, sbits, ptx_types.is_signed(types[1]))}
     if not types or types[-1] not in INT_TYPES:
         raise Unknown(f"{inst!r}")
     t = types[-1]
     bits = _width(t)
-    signed = t.startswith(".s")
+    signed = ptx_types.is_signed(t)
     if op == "mov" and len(ops) == 2:
         return {dst: _operand_value(ops[1], env, bits)}
     if op in ("not", "neg") and len(ops) == 2:
         v = _operand_value(ops[1], env, bits)
-        return {dst: _wrap(~v if op == "not" else -v, bits)}
+        return {dst: integer.py_wrap(~v, bits) if op == "not" else integer.py_neg(v, bits)}
     if op == "abs" and len(ops) == 2 and signed:
-        return {dst: _wrap(abs(_signed(_operand_value(ops[1], env, bits), bits)), bits)}
+        return {dst: integer.py_abs(_operand_value(ops[1], env, bits), bits)}
     if op == "clz" and len(ops) == 2:
-        v = _operand_value(ops[1], env, bits)
-        return {dst: bits - v.bit_length()}
+        return {dst: integer.py_clz(_operand_value(ops[1], env, bits), bits)}
     if op == "popc" and len(ops) == 2:
-        return {dst: bin(_operand_value(ops[1], env, bits)).count("1")}
+        return {dst: integer.py_popc(_operand_value(ops[1], env, bits), bits)}
     if len(ops) == 3:
-        if op == "mul" and ".wide" in inst.modifiers:
-            a = _operand_value(ops[1], env, bits)
-            b = _operand_value(ops[2], env, bits)
-            if signed:
-                a, b = _signed(a, bits), _signed(b, bits)
-            return {dst: _wrap(a * b, 2 * bits)}
         a = _operand_value(ops[1], env, bits)
-        b = _operand_value(ops[2], env, bits)
-        if op == "add":
-            return {dst: _wrap(a + b, bits)}
-        if op == "sub":
-            return {dst: _wrap(a - b, bits)}
-        if op == "mul" and ".lo" in inst.modifiers:
-            return {dst: _wrap(a * b, bits)}
+        if op == "mul" and ".wide" in inst.modifiers:
+            return {dst: integer.py_mul_wide(a, _operand_value(ops[2], env, bits), bits, signed)}
         if op == "mul" and ".hi" in inst.modifiers:
-            if signed:
-                return {dst: _wrap((_signed(a, bits) * _signed(b, bits)) >> bits, bits)}
-            return {dst: _wrap((a * b) >> bits, bits)}
-        if op in ("and", "or", "xor"):
-            return {dst: {"and": a & b, "or": a | b, "xor": a ^ b}[op]}
-        if op == "shl":
-            b = _operand_value(ops[2], env, 32)
-            return {dst: _wrap(a << min(b, bits), bits)}
-        if op == "shr":
-            b = _operand_value(ops[2], env, 32)
-            if signed:
-                return {dst: _wrap(_signed(a, bits) >> min(b, bits - 1), bits)}
-            return {dst: a >> b if b < bits else 0}
-        if op in ("min", "max"):
-            if signed:
-                a2, b2 = _signed(a, bits), _signed(b, bits)
-            else:
-                a2, b2 = a, b
-            pick = min(a2, b2) if op == "min" else max(a2, b2)
-            return {dst: _wrap(pick, bits)}
-        if op in ("div", "rem"):
-            if b == 0:
+            return {dst: integer.py_mul_hi(a, _operand_value(ops[2], env, bits), bits, signed)}
+        if op == "mul" and ".lo" not in inst.modifiers:
+            raise Unknown(f"{inst!r}")
+        f = integer.PY_BINOPS.get(op)
+        if f is not None:
+            # shift amounts are unsigned 32-bit whatever the type
+            b = _operand_value(ops[2], env, 32 if op in ("shl", "shr") else bits)
+            if op in ("div", "rem") and b == 0:
                 raise Unknown("division by zero")
-            if signed:
-                a2, b2 = _signed(a, bits), _signed(b, bits)
-                q = abs(a2) // abs(b2) * (1 if (a2 >= 0) == (b2 >= 0) else -1)
-                return {dst: _wrap(q if op == "div" else a2 - q * b2, bits)}
-            return {dst: a // b if op == "div" else a % b}
+            return {dst: f(a, b, bits, signed)}
     if op == "mad" and len(ops) == 4 and ".lo" in inst.modifiers:
         a, b, c = (_operand_value(o, env, bits) for o in ops[1:])
-        return {dst: _wrap(a * b + c, bits)}
+        return {dst: integer.py_wrap(a * b + c, bits)}
     raise Unknown(f"{inst!r}")
 
 

@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from ptx_ir import isa
 from ptx_ir.affine import Affine
 from ptx_ir.dataflow import ENTRY
-from ptx_ir.nodes import Addr, Guard, Imm, Instruction, Label, Neg, Pair, Reg, Vec, type_size
+from ptx_ir.nodes import Addr, Guard, Imm, Instruction, Label, Neg, Pair, Reg, Sym, Vec, type_size, walk_operand
 
 from superopt.passes import Change, register
 from superopt.passes._loop_tools import (
@@ -314,17 +314,10 @@ def _extern_shared(fn) -> set[str]:
     names = set()
     for inst in fn.instructions:
         for op in inst.operands:
-            for sub in _walk_syms(op):
-                if sub not in local:
-                    names.add(sub)
+            for sub in walk_operand(op):
+                if isinstance(sub, Sym) and sub.name not in local:
+                    names.add(sub.name)
     return names
-
-
-def _walk_syms(op):
-    from ptx_ir.nodes import Sym, walk_operand
-    for o in walk_operand(op):
-        if isinstance(o, Sym):
-            yield o.name
 
 
 # --------------------------------------------------------------------------- emission
@@ -520,22 +513,11 @@ def _match_unrolled(fn, partials: str, accesses: dict, skip: set) -> _Match | No
         def apply(fn=fn, steps=steps, region=region, copies=copies, addr=addr,
                   barrier=last_barrier, static=static, value_type=value_type):
             em = _Emitter(fn, steps[0].size, value_type)
-            orig = fn.new_label("ws_orig")
+            orig = _version_entry(fn, em, static)
             after = fn.new_label("ws_after")
             end = fn.new_label("ws_bar")
-            if not static:
-                f = em.fast_predicate(pow2_64=False)
-                em.emit(bra(orig, Guard(f, negated=True)))
             _barrier_tail(fn, steps, addr, partials, barrier, em, end)
-            em.emit(*copies)
-            if static:
-                fn.insert_before(region[0], em.out)
-                for inst in region:
-                    fn.remove(inst)
-                return
-            em.emit(bra(after, uni=True), Label(orig))
-            fn.insert_before(region[0], em.out)
-            fn.insert_after(region[-1], Label(after))
+            _place(fn, em, region, copies, static, orig, after, label_after=True)
 
         name = "barrier steps 16..1"
         return _Match("unrolled", f"{name}: {len(steps)} shared-memory steps and barriers "
@@ -669,11 +651,8 @@ def _match_volatile(fn, partials: str, accesses: dict, skip: set) -> _Match | No
                   value_type=value_type, start_value=start_value, exit_block=exit_block,
                   size=size):
             em = _Emitter(fn, size, value_type)
-            orig = fn.new_label("ws_orig")
+            orig = _version_entry(fn, em, static)
             after = label_of_block(fn, exit_block)
-            if not static:
-                f = em.fast_predicate(pow2_64=False)
-                em.emit(bra(orig, Guard(f, negated=True)))
             v = em.reg(value_type)
             if start_value is not None:
                 em.emit(Instruction("mov", (".b64" if size == 8 else ".b32",), (v, start_value)))
@@ -691,14 +670,7 @@ def _match_volatile(fn, partials: str, accesses: dict, skip: set) -> _Match | No
                 t, z = em.reg(".b32"), em.reg(".pred")
                 em.emit(I("mov", "u32", t, Reg("%tid.x")), I("setp", "eq.u32", z, t, 0),
                         tail[-1].store.with_(operands=(addr, v), guard=Guard(z)))
-            em.emit(*copies)
-            if static:
-                fn.insert_before(region[0], em.out)
-                for inst in region:
-                    fn.remove(inst)
-                return
-            em.emit(bra(after, uni=True), Label(orig))
-            fn.insert_before(region[0], em.out)
+            _place(fn, em, region, copies, static, orig, after, label_after=False)
 
         return _Match("volatile", f"warp-synchronous volatile tail: 5 shared-memory steps "
                       f"replaced by shfl.sync.down ({partials} partials"
@@ -830,6 +802,34 @@ def _match_loop(fn, partials: str, accesses: dict, skip: set) -> _Match | None:
                       f"{'' if static else ', versioned on a 1-D power-of-two block of >= 64 threads'})",
                       apply, [i for b in loop.blocks for i in b.instructions])
     return None
+
+
+def _version_entry(fn, em: "_Emitter", static: bool) -> str:
+    """Start a rewrite: a fresh label for the original code and, unless the fast path is
+    proven for every launch (``static``), a branch there when the fast predicate fails."""
+    orig = fn.new_label("ws_orig")
+    if not static:
+        f = em.fast_predicate(pow2_64=False)
+        em.emit(bra(orig, Guard(f, negated=True)))
+    return orig
+
+
+def _place(fn, em: "_Emitter", region: list, copies: list, static: bool, orig: str, after: str,
+           *, label_after: bool) -> None:
+    """End a rewrite of ``region`` (the unrolled and volatile matchers): emit the copies of
+    values the region leaves behind, then either replace the region (``static``) or put the
+    fast path before it, jumping to ``after`` (a new label placed after the region when
+    ``label_after``, else an existing one) while the original code stays at ``orig``."""
+    em.emit(*copies)
+    if static:
+        fn.insert_before(region[0], em.out)
+        for inst in region:
+            fn.remove(inst)
+        return
+    em.emit(bra(after, uni=True), Label(orig))
+    fn.insert_before(region[0], em.out)
+    if label_after:
+        fn.insert_after(region[-1], Label(after))
 
 
 def _as_const(step: Step, s: int) -> Step:

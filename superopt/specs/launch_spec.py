@@ -43,6 +43,8 @@ from typing import Any, Iterable, Union
 
 import numpy as np
 
+from ptx_ir.types import Kind, ptx_type
+
 __all__ = [
     "ElemType", "ELEM_TYPES", "elem_type", "Scalar", "Buffer", "ParamSpec", "LaunchSpec",
     "SpecError", "eval_expr", "expr_names", "load_specs", "load_spec", "dumps_toml",
@@ -74,19 +76,24 @@ class ElemType:
         return np.dtype(f"u{self.size}")
 
 
-def _et(name, size, kind, dtype, e=0, m=0):
-    return ElemType(name, size, kind, np.dtype(dtype), e, m)
+_KIND_NAMES = {Kind.UNSIGNED: "uint", Kind.SIGNED: "int", Kind.FLOAT: "float"}
+
+
+def _et(name, dtype, e=0, m=0):
+    """An element type whose size and kind are the PTX type table's (ptx_ir.types)."""
+    row = ptx_type(name)
+    return ElemType(name, row.size, _KIND_NAMES[row.kind], np.dtype(dtype), e, m)
 
 
 ELEM_TYPES: dict[str, ElemType] = {
-    "u8": _et("u8", 1, "uint", "u1"), "s8": _et("s8", 1, "int", "i1"),
-    "u16": _et("u16", 2, "uint", "u2"), "s16": _et("s16", 2, "int", "i2"),
-    "u32": _et("u32", 4, "uint", "u4"), "s32": _et("s32", 4, "int", "i4"),
-    "u64": _et("u64", 8, "uint", "u8"), "s64": _et("s64", 8, "int", "i8"),
-    "f16": _et("f16", 2, "float", "f2", 5, 10),
-    "bf16": _et("bf16", 2, "float", "u2", 8, 7),
-    "f32": _et("f32", 4, "float", "f4", 8, 23),
-    "f64": _et("f64", 8, "float", "f8", 11, 52),
+    "u8": _et("u8", "u1"), "s8": _et("s8", "i1"),
+    "u16": _et("u16", "u2"), "s16": _et("s16", "i2"),
+    "u32": _et("u32", "u4"), "s32": _et("s32", "i4"),
+    "u64": _et("u64", "u8"), "s64": _et("s64", "i8"),
+    "f16": _et("f16", "f2", 5, 10),
+    "bf16": _et("bf16", "u2", 8, 7),
+    "f32": _et("f32", "f4", 8, 23),
+    "f64": _et("f64", "f8", 11, 52),
 }
 _ALIASES = {
     "b8": "u8", "b16": "u16", "b32": "u32", "b64": "u64", "pred": "u8", "bool": "u8",

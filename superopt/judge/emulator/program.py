@@ -12,19 +12,19 @@ Anything that cannot be executed exactly raises :class:`Unsupported` at compile 
 """
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ptx_ir.nodes import (
-    Addr, BinExpr, Brace, CallExpr, Directive, Function, Imm, Instruction, Label, Module, Neg,
+    Addr, BinExpr, Directive, Function, Imm, Instruction, Label, Module, Neg,
     Pair, Paren, Reg, ScopeClose, ScopeOpen, Sink, Sym, VarDecl, Vec, type_size as node_type_size,
+    walk_operand,
 )
 from ptx_ir.semantics import Unsupported, decode_alu, fp
-from ptx_ir.semantics.errors import KernelFault, UndefinedBehavior
 from ptx_ir.semantics.types import (
-    SINT_OF_SIZE, UINT_OF_SIZE, imm_scalar, is_signed, natural_dtype, storage_dtype, type_size,
+    SINT_OF_SIZE, UINT_OF_SIZE, has_natural_dtype, imm_scalar, is_float, is_signed, natural_dtype,
+    storage_dtype, type_size,
 )
 from superopt.judge.emulator import memory as M
 
@@ -144,7 +144,7 @@ class Program:
                             addr_taken.add(o.name)
         for g in mod.globals:
             if g.init is not None:
-                for o in _walk(g.init):
+                for o in walk_operand(g.init):
                     if isinstance(o, Sym) and o.name in by_name:
                         addr_taken.add(o.name)
         graph: dict[str, set] = {}
@@ -206,19 +206,6 @@ class Program:
         for s in self.sites:
             if s.callee is not None and s.callee.entry_pc < 0:
                 raise Unsupported(f"call to {s.callee.name}")
-
-
-def _walk(op):
-    yield op
-    if isinstance(op, (Vec, Paren, Brace)):
-        for x in op.items:
-            yield from _walk(x)
-    elif isinstance(op, BinExpr):
-        yield from _walk(op.left)
-        yield from _walk(op.right)
-    elif isinstance(op, CallExpr):
-        for x in op.args:
-            yield from _walk(x)
 
 
 def _call_target(inst):
@@ -1124,7 +1111,7 @@ class FnCtx:
                 depth -= 1
             elif isinstance(st, Instruction):
                 for j, o in enumerate(st.operands):
-                    for x in _walk_all(o):
+                    for x in walk_operand(o):
                         if isinstance(x, (Sym, Reg)):
                             try:
                                 k = self._lookup(x.name, self.cur_scope)
@@ -1141,7 +1128,7 @@ class FnCtx:
             if isinstance(st, Instruction):
                 srcs = st.operands if st.opcode == "st" else st.operands[1:]
                 for o in srcs:
-                    for x in _walk_all(o):
+                    for x in walk_operand(o):
                         if isinstance(x, Reg) and x.name in loaded:
                             return True
                 if st.guard is not None and st.guard.reg.name in loaded:
@@ -1259,29 +1246,10 @@ class FnCtx:
         raise Unsupported(text)
 
 
-_FLOAT_TYPES = frozenset({".f16", ".f16x2", ".bf16", ".bf16x2", ".f32", ".f64"})
-
-
 def _plain_float(inst):
-    return (inst.type in _FLOAT_TYPES
+    t = inst.type
+    return (t is not None and is_float(t) and has_natural_dtype(t)
             and not any(m in (".rn", ".rz", ".rm", ".rp") for m in inst.modifiers))
-
-
-def _walk_all(op):
-    yield op
-    if isinstance(op, (Vec, Paren, Brace)):
-        for x in op.items:
-            yield from _walk_all(x)
-    elif isinstance(op, Addr):
-        yield from _walk_all(op.base)
-    elif isinstance(op, Pair):
-        yield from _walk_all(op.first)
-        yield from _walk_all(op.second)
-    elif isinstance(op, Neg):
-        yield from _walk_all(op.operand)
-    elif isinstance(op, BinExpr):
-        yield from _walk_all(op.left)
-        yield from _walk_all(op.right)
 
 
 def _sym_off(op):
@@ -1332,7 +1300,6 @@ def _make_alu_run(fn, srcs, dsts):
 
 def _atom_kind(opn, t):
     """How the memory model may batch an atomic (see memory.atomic_apply)."""
-    from ptx_ir.semantics.types import is_float
     if opn == "exch":
         return ("exch",)
     if opn == "cas":
@@ -1350,7 +1317,6 @@ def _atom_kind(opn, t):
 
 
 def _atom_fn(opn, t, mods, text):
-    from ptx_ir.semantics.types import is_float
     w = type_size(t)
     ut = UINT_OF_SIZE[w]
     nd = natural_dtype(t)

@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import ptx_ir
-from ptx_ir.nodes import BinExpr, Brace, CallExpr, Imm, Instruction, Sym, VarDecl, type_size as node_type_size
+from ptx_ir.nodes import BinExpr, Brace, CallExpr, Imm, Sym, VarDecl, type_size as node_type_size
 from ptx_ir.semantics import Unsupported
 from ptx_ir.semantics.types import imm_bits
 from superopt.judge.emulator import memory as M
-from superopt.judge.emulator.executor import Chunk, Poison, RunTimeout
+from superopt.judge.emulator.executor import Chunk, Poison
 from superopt.judge.emulator.program import Program
 
 DEFAULT_CHUNK_LANES = 32768
