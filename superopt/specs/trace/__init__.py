@@ -1,4 +1,9 @@
-"""The bounds tracer (see :mod:`superopt.specs.trace.tracer`)."""
-from superopt.specs.trace.tracer import PARAM_STRIDE, BufferAccess, TraceError, TraceResult, trace
+"""The bounds tracer: which bytes of which buffer can a kernel touch under one launch?
 
-__all__ = ["TraceResult", "BufferAccess", "trace", "TraceError", "PARAM_STRIDE"]
+See :mod:`superopt.specs.trace.tracer` for how it works and how the package is split.
+"""
+from superopt.specs.trace.accesses import BufferAccess, TraceError, TraceResult
+from superopt.specs.trace.intervals import PARAM_STRIDE
+from superopt.specs.trace.tracer import Tracer, trace
+
+__all__ = ["TraceResult", "BufferAccess", "trace", "TraceError", "PARAM_STRIDE", "Tracer"]
