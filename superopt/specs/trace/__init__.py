@@ -2,8 +2,8 @@
 
 See :mod:`superopt.specs.trace.tracer` for how it works and how the package is split.
 """
-from superopt.specs.trace.accesses import BufferAccess, TraceError, TraceResult
+from superopt.specs.trace.accesses import BufferAccess, TraceError, TraceResult, TraceTimeout
 from superopt.specs.trace.intervals import PARAM_STRIDE
 from superopt.specs.trace.tracer import Tracer, trace
 
-__all__ = ["TraceResult", "BufferAccess", "trace", "TraceError", "PARAM_STRIDE", "Tracer"]
+__all__ = ["TraceResult", "BufferAccess", "trace", "TraceError", "TraceTimeout", "PARAM_STRIDE", "Tracer"]

@@ -23,6 +23,11 @@ class TraceError(Exception):
     """The kernel does something the tracer cannot bound; the message says what."""
 
 
+class TraceTimeout(BaseException):
+    """The caller's hard deadline passed. A BaseException on purpose: no ``except Exception``
+    between the tracer's loop and the caller that set the deadline may swallow it."""
+
+
 @dataclass
 class BufferAccess:
     """What one pointer parameter saw during a trace (byte offsets from its base)."""

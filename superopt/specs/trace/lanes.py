@@ -795,7 +795,7 @@ class LaneSemantics:
             if kind[0] == "ptr" and off == 0:
                 v = np.full(sel.size, (k + 1) * PARAM_STRIDE, I64)
                 self.dom.put(dreg.name, sel, v, v, frozenset({f"ptr:{k}"}), maybe)
-            elif kind[0] == "bytes" and t in INT_TYPES and off + type_size(t) <= 8:
+            elif kind[0] == "bytes" and t in INT_TYPES:          # a struct of any size: its raw bytes
                 tw = _width_of_type(t)
                 raw = (int(kind[1]) >> (8 * off)) & ((1 << tw) - 1)
                 if t[1] == "s" and raw >= 1 << (tw - 1):

@@ -49,12 +49,12 @@ import numpy as np
 
 from ptx_ir.nodes import Imm, Reg
 from superopt.specs.trace.accesses import (AccessRecorder, BufferAccess, MemoryMap, TraceError,
-                                           TraceResult)
+                                           TraceResult, TraceTimeout)
 from superopt.specs.trace.domain import LaneDomain
 from superopt.specs.trace.intervals import FLOAT_TYPES, I64, PARAM_STRIDE, _width_of_type
 from superopt.specs.trace.lanes import LaneSemantics
 
-__all__ = ["TraceResult", "BufferAccess", "trace", "TraceError", "PARAM_STRIDE", "Tracer"]
+__all__ = ["TraceResult", "BufferAccess", "trace", "TraceError", "TraceTimeout", "PARAM_STRIDE", "Tracer"]
 
 
 class Tracer:
@@ -69,10 +69,14 @@ class Tracer:
     CHUNK_THREADS = 1 << 16
 
     def __init__(self, module, fn, grid, block, shared_bytes: int, params: dict,
-                 load_ranges: dict | None = None, deadline: float | None = None):
+                 load_ranges: dict | None = None, deadline: float | None = None,
+                 hard_deadline: float | None = None):
         """``params``: param index -> ("ptr",) | ("int", value) | ("float",) | ("struct",) |
         ("bytes", value) (a small by-value struct given as the little-endian integer ``value``).
-        ``load_ranges``: param index -> (lo, hi) for values loaded from that buffer."""
+        ``load_ranges``: param index -> (lo, hi) for values loaded from that buffer.
+        ``deadline``: a ``time.monotonic()`` value after which the trace ends with a problem
+        (a budget, like the step limits); ``hard_deadline``: one after which it raises
+        :class:`TraceTimeout` (checked at every scheduling step)."""
         self.module = module
         self.fn = fn
         self.grid = tuple(int(g) for g in grid)
@@ -80,6 +84,7 @@ class Tracer:
         self.shared_bytes = int(shared_bytes)
         self.params = params
         self.deadline = deadline
+        self.hard_deadline = hard_deadline
         self.param_index = {p.name: i for i, p in enumerate(fn.params)}
         self.memory = MemoryMap(module, fn, self.shared_bytes)
         self.rec = AccessRecorder(fn, params, dict(load_ranges or {}), self.memory)
@@ -187,6 +192,8 @@ class Tracer:
             self._exec_block(block, sel)
             steps += 1
             self.steps += 1
+            if self.hard_deadline is not None and time.monotonic() > self.hard_deadline:
+                raise TraceTimeout(f"the trace passed its deadline (block {block.name})")
             if self.deadline is not None and steps % 64 == 0 and time.monotonic() > self.deadline:
                 raise TraceError(f"the analysis ran out of time (block {block.name}); a loop's trip "
                                  "count may depend on data")
@@ -323,11 +330,13 @@ class Tracer:
 
 
 def trace(module, fn, grid, block, shared_bytes, params, load_ranges=None, *,
-          deadline: float | None = None, max_lane_steps: int | None = None) -> TraceResult:
+          deadline: float | None = None, max_lane_steps: int | None = None,
+          hard_deadline: float | None = None) -> TraceResult:
     """Trace one launch of ``fn`` (see the module docstring). ``deadline``: a
     ``time.monotonic()`` value after which the trace gives up with a problem;
-    ``max_lane_steps``: the work after which it gives up (both say "budget")."""
-    t = Tracer(module, fn, grid, block, shared_bytes, params, load_ranges, deadline)
+    ``max_lane_steps``: the work after which it gives up (both say "budget");
+    ``hard_deadline``: a ``time.monotonic()`` value after which it raises TraceTimeout."""
+    t = Tracer(module, fn, grid, block, shared_bytes, params, load_ranges, deadline, hard_deadline)
     if max_lane_steps is not None:
         t.MAX_LANE_STEPS = max_lane_steps
     return t.run()
