@@ -374,7 +374,7 @@ def check_spec(module, fn, spec: LaunchSpec, *, max_threads: int = 1 << 20) -> l
                     lo, _, hi = p.distribution[6:].partition("..")
                     ranges[i] = (eval_expr(lo, env), eval_expr(hi, env) - 1)
             elif p.elem.is_float:
-                kinds[i] = ("float",)
+                kinds[i] = ("float", p.value)
             else:
                 kinds[i] = ("int", p.value)
         r = trace(module, fn, rs.grid, rs.block, rs.shared_bytes, kinds, ranges)
@@ -647,7 +647,7 @@ class _Inferrer:
             if p.kind == "ptr":
                 k[p.index] = ("ptr",)
             elif p.kind == "float":
-                k[p.index] = ("float",)
+                k[p.index] = ("float", vals[p.index])
             elif p.kind == "struct":
                 k[p.index] = ("bytes", vals[p.index])
             else:

@@ -101,6 +101,26 @@ __global__ void row_dot(const float* A, const float* x, float* y, int rows, int 
   y[r] = s;
 }
 
+// time stepping: the trip count comes from float parameters (the tracer evaluates floats
+// that are facts of the launch exactly; the bound parameters get small values)
+__global__ void time_steps(float* y, int n, int steps, float dt) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float v = y[i];
+  int k = 0;
+  for (float t = 0; t < steps * dt; t += dt) { v = v * 0.9f + 1.0f; ++k; }
+  y[i] = v + k;
+}
+
+__global__ void steps_of_horizon(float* y, const float* x, int n, float horizon, float dt) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  int nsteps = (int)(horizon / dt);
+  float v = 0.f;
+  for (int k = 0; k < nsteps; ++k) v = v * 0.5f + x[(i + k) % n];
+  y[i] = v;
+}
+
 // ---------------------------------------------------------------- pathological (deadline)
 __global__ void very_long(const float* x, float* y, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;

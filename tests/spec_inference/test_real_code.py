@@ -109,6 +109,22 @@ def test_loop_bound_parameters_get_sizes_that_let_the_trace_finish():
             assert 2 <= rs.param(bound).value <= 5000
 
 
+def test_loop_bounded_through_float_parameters_settles():
+    # for (float t = 0; t < steps * dt; t += dt): the floats are facts of the launch
+    r = infer("time_steps")
+    assert_sound(r)
+    assert all(lengths(s) == {"y": "n"} for s in r.specs)
+    rs = r.specs[0].resolved()
+    assert rs.param("steps").value <= 8 and rs.param("dt").value > 0
+
+
+def test_trip_count_converted_from_floats():
+    # int nsteps = (int)(horizon / dt); x[(i + k) % n] for k < nsteps
+    r = infer("steps_of_horizon")
+    assert_sound(r)
+    assert all(lengths(s) == {"y": "n", "x": "n"} for s in r.specs)
+
+
 # --------------------------------------------------------------------------- time cap
 
 def test_pathological_kernel_stops_within_the_cap():

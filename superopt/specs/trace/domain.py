@@ -63,6 +63,12 @@ class LaneDomain:
         self.last_merge_count = nthreads
         self.n_alive = nthreads
         self.snap: dict = {}                        # watched loop header -> states seen
+        # Floating-point registers whose value is an exact fact of the launch (float
+        # parameters, immediates, exact integers converted, and +-* of those): value per
+        # lane (float64 holding the f32/f64 value) and where it is known. Everything else
+        # about floats is unknown, as before.
+        self.fval: dict[str, np.ndarray] = {}
+        self.fknown: dict[str, np.ndarray] = {}
 
     # -- lanes
     def watch_filter(self, block, sel: np.ndarray) -> np.ndarray:
@@ -73,6 +79,8 @@ class LaneDomain:
             snap = self.snap[block] = {"valid": np.zeros(self.nthreads, bool), "lo": {}, "hi": {}}
         th = self.lane_thread[sel]
         same = snap["valid"][th].copy()
+        for name, known in self.fknown.items():     # float state is not snapshotted: a lane
+            same &= ~known[sel]                      # with a known float never counts as a repeat
         r = self.regs
         for name in r.lo:
             if not same.any():
@@ -127,6 +135,10 @@ class LaneDomain:
         for name, f in self.pfid.items():
             differ = f[src] != f[dst]
             f[dst[differ]] = -1
+        for name, known in self.fknown.items():
+            v = self.fval[name]
+            same = known[src] & known[dst] & ((v[src] == v[dst]) | (np.isnan(v[src]) & np.isnan(v[dst])))
+            known[dst[~same]] = False
         self.alive[src] = False
         return np.sort(keep)
 
@@ -153,6 +165,9 @@ class LaneDomain:
             self.lane_thread = np.concatenate([self.lane_thread, np.zeros(extra, I64)])
             for name in self.pfid:
                 self.pfid[name] = np.concatenate([self.pfid[name], np.full(extra, -1, I64)])
+            for name in self.fknown:
+                self.fval[name] = np.concatenate([self.fval[name], np.zeros(extra)])
+                self.fknown[name] = np.concatenate([self.fknown[name], np.zeros(extra, bool)])
             free = np.flatnonzero(~self.alive)
         new = free[:k]
         r = self.regs
@@ -161,6 +176,9 @@ class LaneDomain:
             r.hi[name][new] = r.hi[name][sel]
         for name, f in self.pfid.items():
             f[new] = f[sel]
+        for name, known in self.fknown.items():
+            known[new] = known[sel]
+            self.fval[name][new] = self.fval[name][sel]
         self.alive[new] = True
         self.pc[new] = self.pc[sel]
         self.lane_thread[new] = self.lane_thread[sel]
@@ -231,6 +249,7 @@ class LaneDomain:
     def put(self, name: str, sel, lo, hi, taint: frozenset, maybe=None):
         """Write lanes sel (``maybe``: lanes where the write may not happen: join)."""
         if name not in self.tracked:
+            self.fforget(name, sel)
             return
         self.ensure(name)
         r = self.regs
@@ -258,6 +277,30 @@ class LaneDomain:
                 if hit.any():
                     fs[hit] = -1
                     f[sel] = fs
+
+    # -- exact floats
+    def fget(self, name: str, sel):
+        """(value, known) of float register ``name`` for lanes sel."""
+        known = self.fknown.get(name)
+        if known is None:
+            return np.zeros(sel.size), np.zeros(sel.size, bool)
+        return self.fval[name][sel], known[sel]
+
+    def fput(self, name: str, sel, value, known, maybe=None):
+        if name not in self.fknown:
+            self.fval[name] = np.zeros(self.regs.cap)
+            self.fknown[name] = np.zeros(self.regs.cap, bool)
+        known = np.asarray(known, bool)
+        if maybe is not None:                       # a guarded write that may not happen
+            old_v, old_k = self.fget(name, sel)
+            known = known & (~maybe | (old_k & (old_v == value)))
+        self.fval[name][sel] = value
+        self.fknown[name][sel] = known
+
+    def fforget(self, name: str, sel):
+        known = self.fknown.get(name)
+        if known is not None:
+            known[sel] = False
 
     def put_top(self, name, sel, w, taint, maybe=None):
         lo, hi = _full(w, sel.size)

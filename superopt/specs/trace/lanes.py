@@ -120,7 +120,10 @@ class LaneSemantics:
         d, s = inst.operands[0], inst.operands[1]
         t = inst.type
         if t in FLOAT_TYPES:
+            src = self._fsrc(s, sel, t) if t in _EXACT_FLOAT else None
             self._defs_top(inst, sel, maybe, "float")
+            if src is not None:
+                self._fput(d, sel, *src, maybe)
             return
         if t == ".pred":
             lo, hi, ta = self.dom.get(s, sel, 1)
@@ -186,8 +189,9 @@ class LaneSemantics:
     def op_cvt(self, inst, sel, maybe):
         types = inst.types
         if len(types) != 2 or types[0] not in INT_TYPES or types[1] not in INT_TYPES:
-            self._defs_top(inst, sel, maybe, "float")
-            return
+            if len(types) == 2:
+                return self._fcvt(inst, sel, maybe, *types)
+            return self._defs_top(inst, sel, maybe, "float")
         dt, st = types
         sw, dw = _width_of_type(st), _width_of_type(dt)
         lo, hi, ta = self.dom.get(inst.operands[1], sel, max(sw, 32))
@@ -235,13 +239,17 @@ class LaneSemantics:
 
     # ---- integer arithmetic
     def op_add(self, inst, sel, maybe):
-        if not self._int_op(inst) or any(m in inst.modifiers for m in (".cc",)):
-            return self._defs_top(inst, sel, maybe, "float" if not self._int_op(inst) else "carry")
+        if not self._int_op(inst):
+            return self._farith(inst, sel, maybe, np.add)
+        if any(m in inst.modifiers for m in (".cc",)):
+            return self._defs_top(inst, sel, maybe, "carry")
         self._binary(inst, sel, maybe, lambda a, b: a + b, lambda al, ah, bl, bh: (al + bl, ah + bh))
 
     def op_sub(self, inst, sel, maybe):
-        if not self._int_op(inst) or ".cc" in inst.modifiers:
-            return self._defs_top(inst, sel, maybe, "float" if not self._int_op(inst) else "carry")
+        if not self._int_op(inst):
+            return self._farith(inst, sel, maybe, np.subtract)
+        if ".cc" in inst.modifiers:
+            return self._defs_top(inst, sel, maybe, "carry")
         self._binary(inst, sel, maybe, lambda a, b: a - b, lambda al, ah, bl, bh: (al - bh, ah - bl))
 
     def op_addc(self, inst, sel, maybe):
@@ -252,7 +260,7 @@ class LaneSemantics:
 
     def op_mul(self, inst, sel, maybe):
         if not self._int_op(inst):
-            return self._defs_top(inst, sel, maybe, "float")
+            return self._farith(inst, sel, maybe, np.multiply)
         w = _width_of_type(inst.type)
         uns = not _signed_type(inst.type)
         mods = inst.modifiers
@@ -304,7 +312,7 @@ class LaneSemantics:
 
     def op_div(self, inst, sel, maybe):
         if not self._int_op(inst):
-            return self._defs_top(inst, sel, maybe, "float")
+            return self._farith(inst, sel, maybe, np.divide)
         w = _width_of_type(inst.type)
         uns = not _signed_type(inst.type)
 
@@ -623,6 +631,8 @@ class LaneSemantics:
         """(definitely true, possibly true, formula or None) for a setp/set comparison."""
         cmp = next((m[1:] for m in inst.modifiers if m[1:] in _CMPS), None)
         t = inst.types[-1] if inst.types else None
+        if t in _EXACT_FLOAT:
+            return self._fcompare(inst, sel, t)
         if t is None or t not in INT_TYPES or cmp is None:
             return np.zeros(sel.size, I64), np.ones(sel.size, I64), None
         w = _width_of_type(t)
@@ -815,6 +825,9 @@ class LaneSemantics:
             else:
                 why = f"struct:{k}" if kind[0] == "struct" else ("float" if kind[0] == "float" else f"data:param{k}")
                 self.dom.put_top(dreg.name, sel, w, frozenset({why}), maybe)
+                if kind[0] == "float" and len(kind) > 1 and off == 0 and t in _EXACT_FLOAT:
+                    v = np.full(sel.size, _round_float(float(kind[1]), t))
+                    self._fput(dreg, sel, v, np.ones(sel.size, bool), maybe)
             if dreg.name in self.dom.pfid:
                 self.dom.pfid[dreg.name][sel] = -1
 
@@ -1011,6 +1024,97 @@ class LaneSemantics:
     op_ret = op_bar
     op_exit = op_bar
 
+    # ---- exact floats (values that are facts of the launch: params, immediates, +-*/ of those)
+    def _fsrc(self, op, sel, t):
+        """(value, known) of a float operand."""
+        n = sel.size
+        if isinstance(op, Reg) and not op.is_special:
+            return self.dom.fget(op.name, sel)
+        if isinstance(op, Imm) and op.is_float:
+            v = _float_imm(op, t)
+            if v is not None:
+                return np.full(n, v), np.ones(n, bool)
+        return np.zeros(n), np.zeros(n, bool)
+
+    def _fput(self, d, sel, value, known, maybe):
+        if isinstance(d, Reg) and d.name not in self.dom.tracked:
+            self.dom.fput(d.name, sel, value, known, maybe)
+
+    def _farith(self, inst, sel, maybe, fn):
+        """A float add/sub/mul/div: exact where both sources are known (sources are read
+        before the destination is made unknown: it may be one of them)."""
+        t = inst.type
+        mods = set(inst.modifiers)
+        if t not in _EXACT_FLOAT or mods & {".rz", ".rm", ".rp", ".sat", ".approx", ".full"} \
+                or (fn is np.divide and ".rn" not in mods) or len(inst.operands) != 3:
+            return self._defs_top(inst, sel, maybe, "float")
+        a, ka = self._fsrc(inst.operands[1], sel, t)
+        b, kb = self._fsrc(inst.operands[2], sel, t)
+        dt = np.float32 if t == ".f32" else np.float64
+        with np.errstate(all="ignore"):
+            r = fn(a.astype(dt), b.astype(dt)).astype(np.float64)
+        known = ka & kb
+        if ".ftz" in mods:                          # denormals flush: leave those unknown
+            known &= ~(_denormal(a, t) | _denormal(b, t) | _denormal(r, t))
+        self._defs_top(inst, sel, maybe, "float")
+        self._fput(inst.operands[0], sel, r, known, maybe)
+
+    def _fcvt(self, inst, sel, maybe, dt, st):
+        """cvt with a float side: int -> float, float -> float, float -> int, exact where the
+        source is known; the destination is unknown elsewhere."""
+        mods = set(inst.modifiers)
+        d = inst.operands[0]
+        src_f = self._fsrc(inst.operands[1], sel, st) if st in _EXACT_FLOAT else None
+        self._defs_top(inst, sel, maybe, "float")
+        if dt in _EXACT_FLOAT and st in INT_TYPES and ".rn" in mods:
+            lo, hi, _ = self.dom.get(inst.operands[1], sel, max(_width_of_type(st), 32))
+            w = _width_of_type(st)
+            v = _wrap(lo, w) if st[1] == "s" else (_unsigned_exact(lo, w) if w < 64 else lo)
+            known = (lo == hi) & (np.abs(v) < (1 << 24)) & (v >= (0 if st[1] != "s" else -(1 << 24)))
+            self._fput(d, sel, v.astype(np.float64), known, maybe)
+        elif dt in _EXACT_FLOAT and st in _EXACT_FLOAT and (dt == ".f64" or ".rn" in mods) \
+                and not mods & {".rz", ".rm", ".rp", ".sat", ".ftz"}:
+            v, known = src_f
+            self._fput(d, sel, v.astype(np.float32).astype(np.float64) if dt == ".f32" else v, known, maybe)
+        elif st in _EXACT_FLOAT and dt in INT_TYPES and _width_of_type(dt) <= 32 \
+                and mods & {".rzi", ".rni", ".rmi", ".rpi"} and not mods & {".ftz"}:
+            v, known = src_f
+            if not known.any() or not isinstance(d, Reg):
+                return
+            rnd = {".rzi": np.trunc, ".rni": np.rint, ".rmi": np.floor, ".rpi": np.ceil}[
+                next(m for m in (".rzi", ".rni", ".rmi", ".rpi") if m in mods)]
+            lo_t, hi_t = _type_range(dt)
+            with np.errstate(all="ignore"):
+                r = np.where(np.isnan(v), 0, np.clip(rnd(np.nan_to_num(v)), lo_t, hi_t)).astype(I64)
+            w = _width_of_type(dt)
+            olo, ohi, _ = self.dom.get(d, sel, w)
+            lo = np.where(known, r, olo)
+            hi = np.where(known, r, ohi)
+            self._store_typed(inst, sel, maybe, lo, hi, frozenset({"float"}), w, dt)
+
+    def _fcompare(self, inst, sel, t):
+        n = sel.size
+        cmp = next((m[1:] for m in inst.modifiers if m[1:] in _FCMPS), None)
+        a, ka = self._fsrc(inst.operands[1], sel, t)
+        b, kb = self._fsrc(inst.operands[2], sel, t)
+        known = ka & kb
+        if cmp is None or not known.any() or (".ftz" in inst.modifiers and
+                                              (_denormal(a, t) | _denormal(b, t)).any()):
+            return np.zeros(n, I64), np.ones(n, I64), None
+        unordered = np.isnan(a) | np.isnan(b)
+        base = cmp[:-1] if cmp.endswith("u") and cmp not in ("num",) else cmp
+        with np.errstate(all="ignore"):
+            if cmp == "num":
+                r = ~unordered
+            elif cmp == "nan":
+                r = unordered
+            else:
+                f = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+                     "gt": np.greater, "ge": np.greater_equal}[base]
+                r = np.where(unordered, base != cmp, f(a, b))
+        r = r.astype(I64)
+        return np.where(known, r, 0), np.where(known, r, 1), None
+
 
 def _touches_global(inst) -> bool:
     if not isa.touches_memory(inst):
@@ -1020,3 +1124,32 @@ def _touches_global(inst) -> bool:
         return True
     return sp.split("::")[0] in (".global",)
 
+
+
+_EXACT_FLOAT = (".f32", ".f64")
+_FCMPS = {"eq", "ne", "lt", "le", "gt", "ge", "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan"}
+
+
+def _round_float(x: float, t: str) -> float:
+    return float(np.float32(x)) if t == ".f32" else float(x)
+
+
+def _float_imm(op, t):
+    """The value of a float immediate (``0f3F800000``, ``0d...``, ``1.5``) as type t."""
+    text = op.text.lstrip("-")
+    neg = op.text.startswith("-")
+    try:
+        if text[:2] in ("0f", "0F"):
+            v = float(np.array([int(text[2:], 16)], np.uint32).view(np.float32)[0])
+        elif text[:2] in ("0d", "0D"):
+            v = float(np.array([int(text[2:], 16)], np.uint64).view(np.float64)[0])
+        else:
+            v = float(text)
+    except (ValueError, OverflowError):
+        return None
+    return _round_float(-v if neg else v, t)
+
+
+def _denormal(x, t):
+    tiny = 1.1754943508222875e-38 if t == ".f32" else 2.2250738585072014e-308
+    return (x != 0) & (np.abs(x) < tiny)
