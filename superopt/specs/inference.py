@@ -49,6 +49,10 @@ Inference
   the index buffer draw its values from ``index:0..1000`` and the indexed buffer 1000
   long. Whatever cannot be bounded (a pointer loaded from memory, a loop whose trip count
   depends on data, textures, calls) makes the kernel not verifiable, with the reason.
+* *Time.* Inference from the IR of one kernel stops after ``deadline_s`` (10 s by
+  default): the tracer checks it at every step and raises a ``TraceTimeout``
+  (a BaseException, so that no ``except Exception`` on the way swallows it); the kernel
+  is then not verifiable, "inference timed out after N s".
 """
 from __future__ import annotations
 

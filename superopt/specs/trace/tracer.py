@@ -11,8 +11,10 @@ integer and address arithmetic for **every thread of the launch**:
   nvcc strength-reduced, unrolled or rotated the loops.
 * Values that come from memory (buffer contents, shared memory, atomics, shuffles) or from
   floating point are unknown: the whole range of their type, or the range of the input
-  distribution the spec will use (``index:0..L``). Floating-point registers are not
-  tracked at all.
+  distribution the spec will use (``index:0..L``). Floating-point registers hold no
+  intervals; only values that are facts of the launch (float parameters, immediates,
+  exact integers converted, and ``+ - * /`` of those) are kept exactly, so that a loop
+  ``for (float t = 0; t < steps * dt; t += dt)`` has a known trip count.
 * A branch on an unknown predicate forks the lane (both paths are explored); the compared
   registers are narrowed on each side (``if (v >= 0 && v < nbins) bins[v]++`` is bounded
   by ``nbins``). Lanes of one thread that meet at a block are merged (interval join).
