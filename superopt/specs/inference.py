@@ -434,6 +434,12 @@ class _Inferrer:
         # specs found are reported as pending (the spec format has no field for them yet).
         self.big_structs = [p for p in infos if p.kind == "struct" and p.size not in (1, 2, 4, 8)]
         if not any(p.kind == "ptr" for p in infos):
+            held = [p for p in infos if p.kind == "struct" and p.loaded and p.size >= 8
+                    and (not p.fields or any(t in (".u64", ".b64", ".s64") for _, t in p.fields))]
+            if held:
+                raise _NotVerifiable(
+                    f"it has no pointer parameters; any it writes through are held in by-value struct "
+                    f"parameter {held[0].index} ({held[0].size} bytes): pointers inside structs are not modelled")
             raise _NotVerifiable("it has no pointer parameters: there is no output a check could compare")
         self.bounds = grid_bounds(fn)
         self.traits = kernel_traits(fn, self.module, self.bounds)

@@ -69,6 +69,12 @@ def test_pointer_inside_a_struct_is_never_dereferenced():
     assert "pointer held in by-value struct parameter 0" in r.reason
 
 
+def test_kernel_whose_only_pointers_are_inside_a_struct():
+    r = infer("run_job")
+    assert not r.verifiable
+    assert "by-value struct parameter 0 (24 bytes)" in r.reason and "not modelled" in r.reason
+
+
 # --------------------------------------------------------------------------- shared tiles
 
 def test_tile_with_padding_implies_16x16():

@@ -79,8 +79,6 @@ class LaneDomain:
             snap = self.snap[block] = {"valid": np.zeros(self.nthreads, bool), "lo": {}, "hi": {}}
         th = self.lane_thread[sel]
         same = snap["valid"][th].copy()
-        for name, known in self.fknown.items():     # float state is not snapshotted: a lane
-            same &= ~known[sel]                      # with a known float never counts as a repeat
         r = self.regs
         for name in r.lo:
             if not same.any():
@@ -90,6 +88,17 @@ class LaneDomain:
                 same[:] = False
                 break
             same &= (slo[th] == r.lo[name][sel]) & (snap["hi"][name][th] == r.hi[name][sel])
+        fsnap = snap.setdefault("f", {})
+        for name, known in self.fknown.items():     # exact floats are state too
+            if not same.any():
+                break
+            if name not in fsnap:
+                same &= ~known[sel]
+                continue
+            sv, sk = fsnap[name]
+            v = self.fval[name][sel]
+            k = known[sel]
+            same &= (sk[th] == k) & (~k | (sv[th] == v) | (np.isnan(sv[th]) & np.isnan(v)))
         if same.any():
             self.alive[sel[same]] = False
             sel = sel[~same]
@@ -100,6 +109,11 @@ class LaneDomain:
                 snap["hi"][name] = np.zeros(self.nthreads, I64)
             snap["lo"][name][th] = r.lo[name][sel]
             snap["hi"][name][th] = r.hi[name][sel]
+        for name, known in self.fknown.items():
+            if name not in fsnap:
+                fsnap[name] = (np.zeros(self.nthreads), np.zeros(self.nthreads, bool))
+            fsnap[name][0][th] = self.fval[name][sel]
+            fsnap[name][1][th] = known[sel]
         snap["valid"][th] = True
         return sel
 
