@@ -378,7 +378,10 @@ def check_spec(module, fn, spec: LaunchSpec, *, max_threads: int = 1 << 20) -> l
                     lo, _, hi = p.distribution[6:].partition("..")
                     ranges[i] = (eval_expr(lo, env), eval_expr(hi, env) - 1)
             elif p.elem.is_float:
-                kinds[i] = ("float", p.value)
+                # a float's value may decide control flow only where the checker keeps it:
+                # where the format has ``pinned``, the checker varies unpinned float scalars
+                fixed = p.pinned if hasattr(p, "pinned") else True
+                kinds[i] = ("float", p.value) if fixed else ("float",)
             else:
                 kinds[i] = ("int", p.value)
         r = trace(module, fn, rs.grid, rs.block, rs.shared_bytes, kinds, ranges)
@@ -451,10 +454,22 @@ class _Inferrer:
         if not shapes:
             raise _NotVerifiable("no block shape satisfies the kernel's .reqntid/.maxntid")
         self.multiple = 1
-        for _attempt in range(4):
+        self.exact_floats = False
+        for _attempt in range(5):
             try:
                 self._run_shapes(shapes)
                 return self._pend_big_structs()
+            except _NotVerifiable as e:
+                # A loop whose trip count comes from float parameters (t < steps * dt): trace
+                # again with their values known, and pin them in the spec.
+                floats = [p for p in self.infos if p.kind == "float"]
+                if self.exact_floats or not floats or not _loop_problem(str(e)):
+                    raise
+                self.exact_floats = True
+                self.notes.append(f"float parameters {', '.join(self.names[p.index] for p in floats)} are "
+                                  f"pinned: a loop's trip count depends on them ({e})")
+                self.cache.clear()
+                self.hist = None
             except _NeedMultiple as e:
                 if not self.scaled or e.multiple <= self.multiple:
                     raise _NotVerifiable(e.reason)
@@ -657,7 +672,7 @@ class _Inferrer:
             if p.kind == "ptr":
                 k[p.index] = ("ptr",)
             elif p.kind == "float":
-                k[p.index] = ("float", vals[p.index])
+                k[p.index] = ("float", vals[p.index]) if self.exact_floats else ("float",)
             elif p.kind == "struct":
                 k[p.index] = ("bytes", vals[p.index])
             else:
@@ -923,7 +938,7 @@ class _Inferrer:
                 params.append(Buffer(name=name, type=etype, length_expr=length, direction=direction,
                                      distribution=dist))
             elif p.kind == "float":
-                params.append(Scalar(name=name, type=p.scalar_type, value=tuples[0][p.index]))
+                params.append(_scalar(name, p.scalar_type, tuples[0][p.index], pinned=self.exact_floats))
             elif p.kind == "struct" and p.size not in (1, 2, 4, 8):
                 params.append(Scalar(name=name, type="u8", value=0))    # placeholder: see pending_specs
                 self._struct_note(p, name, tuples[0][p.index])
@@ -949,6 +964,18 @@ class _Inferrer:
                 if a.end is not None and b.length * b.elem.size < a.end:
                     raise AssertionError(f"internal: {b.name} length {b.length} does not cover {a.end} bytes")
         return spec
+
+
+def _loop_problem(msg: str) -> bool:
+    return "loop exit depends on data" in msg or "does not settle" in msg
+
+
+def _scalar(name, type_, value, *, pinned: bool) -> Scalar:
+    """A Scalar, pinned (the checker must not vary it) where the spec format has that field."""
+    import dataclasses
+    if pinned and any(f.name == "pinned" for f in dataclasses.fields(Scalar)):
+        return Scalar(name=name, type=type_, value=value, pinned=True)
+    return Scalar(name=name, type=type_, value=value)
 
 
 def _only_dynamic_oob(r) -> bool:

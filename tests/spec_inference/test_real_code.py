@@ -122,6 +122,9 @@ def test_loop_bounded_through_float_parameters_settles():
     assert all(lengths(s) == {"y": "n"} for s in r.specs)
     rs = r.specs[0].resolved()
     assert rs.param("steps").value <= 8 and rs.param("dt").value > 0
+    assert any("pinned" in n and "dt" in n for n in r.notes)
+    if hasattr(rs.param("dt"), "pinned"):             # where the spec format has the field
+        assert rs.param("dt").pinned
 
 
 def test_trip_count_converted_from_floats():
