@@ -15,6 +15,8 @@
   collectives (which rule out block sizes that are not multiples of 32), ``.reqntid`` and
   ``.maxntid``, dynamic shared memory, and tile sizes written as constants
   (``blockIdx.x * 32``) that suggest the block shape the kernel was written for.
+* :func:`tile_block` — the block a 2-D/3-D shared tile indexed by thread indices implies
+  (``__shared__ float t[16][17]; t[threadIdx.y][threadIdx.x] = ...`` → 16x16).
 
 Nothing here decides a launch: :mod:`superopt.specs.inference` does, and
 :mod:`superopt.specs.trace` proves it.
@@ -421,3 +423,51 @@ def kernel_traits(fn, module, bounds: list[Bound] | None = None) -> KernelTraits
         if b.const_coeff and not b.ntid_coeff and 1 < b.const_coeff <= 1024:
             t.tile.setdefault(b.dim, b.const_coeff)
     return t
+
+
+# --------------------------------------------------------------------------- shared tiles
+
+def tile_block(fn, module) -> tuple | None:
+    """The block a 2-D/3-D shared tile implies, or None.
+
+    A store ``tile[threadIdx.y][threadIdx.x] = ...`` (byte offset ``e*tid.x + R*e*tid.y``,
+    nothing else) into a static ``__shared__ T tile[D][R]`` is written for a block of R
+    columns (R-1 when R-1 is a power of two: the usual ``[16][17]`` padding against bank
+    conflicts) and D rows; likewise ``tile[tid.z][tid.y][tid.x]`` for 3-D. Other shapes let
+    threads of one block write the same shared bytes (a race that makes even nvcc's code
+    non-deterministic) or leave part of the tile unwritten. All such stores must agree."""
+    from ptx_ir.memory import collect_memory_accesses
+    sizes = {}
+    for d in list(module.globals) + [s for s in (fn.body or ()) if isinstance(s, VarDecl)]:
+        if d.space.startswith(".shared") and d.size:
+            sizes[d.name] = int(d.size)
+    if not sizes:
+        return None
+    found = set()
+    for a in collect_memory_accesses(fn):
+        if a.kind != "store" or not a.space.startswith(".shared") or a.base is None \
+                or not a.base.startswith("sym:") or a.vector_width != 1 or not a.bytes:
+            continue
+        size = sizes.get(a.base[4:])
+        off = a.offset
+        if size is None or off is None or off.constant != 0 or off.degree != 1:
+            continue
+        coeff = {m[0]: c for m, c in off.terms if m}
+        if not set(coeff) <= {"%tid.x", "%tid.y", "%tid.z"} or "%tid.y" not in coeff:
+            continue
+        cx, cy, cz = coeff.get("%tid.x"), coeff["%tid.y"], coeff.get("%tid.z")
+        if cx != a.bytes or cy % cx or cy <= cx:
+            continue
+        rx = cy // cx
+        bx = rx - 1 if rx > 2 and (rx - 1) & (rx - 2) == 0 else rx
+        if cz is None:
+            if size % cy:
+                continue
+            shape = (bx, size // cy, 1)
+        else:
+            if cz % cy or cz <= cy or size % cz:
+                continue
+            shape = (bx, cz // cy, size // cz)
+        if 1 < shape[0] * shape[1] * shape[2] <= 1024:
+            found.add(shape)
+    return found.pop() if len(found) == 1 else None

@@ -18,7 +18,10 @@ Inference
   from the PTX types accessed through them), other parameters scalars. A by-value struct
   of 1, 2, 4 or 8 bytes becomes an integer scalar of that size holding its fields (floats
   1.5, 0.75, ...; integers 3; an empty functor 0); an 8-byte struct that is only a pointer
-  (``thrust::device_ptr``, an iterator) a buffer. Larger structs: not verifiable.
+  (``thrust::device_ptr``, an iterator) a buffer. Other structs are traced the same way
+  (their raw bytes, pointers inside them never dereferenced: an access through one is not
+  verifiable), but the spec format has no field for them yet: the specs found go to
+  ``InferenceResult.pending_specs`` and the kernel stays not verifiable, saying so.
 * *Scalars.* Integer scalars that bound thread indices, loops or addresses are *sizes*:
   they get distinct primes (never multiples of a block size). Their scale doubles from 24
   while the traced launch stays cheap to check (at most ~1.3e5 threads, 16 MB of buffers,
@@ -31,8 +34,10 @@ Inference
   small constant (shrunk if the launch is too costly).
 * *Block shapes.* 1-D: 256, 96, 1024 (and others if those do not fit); 2-D: 32x8, 16x16,
   32x4; 3-D: 8x8x4, 32x4x2, 16x4x4; a tile written as a constant (``blockIdx.x * 32``)
-  goes first; ``.reqntid``/``.maxntid`` are obeyed; warp-level collectives keep block
-  sizes multiples of 32. A shape is dropped when the kernel then touches shared memory out
+  goes first, and before it the block a shared tile implies (``t[16][17]`` stored at
+  ``t[threadIdx.y][threadIdx.x]``: 16x16), which when it works is the only shape kept;
+  ``.reqntid``/``.maxntid`` are obeyed; warp-level collectives keep block sizes multiples
+  of 32. A shape is dropped when the kernel then touches shared memory out
   of bounds, reads shared memory no thread of the block writes, reaches ``trap``, or
   writes no buffer at all. Dynamic shared memory is sized from what the trace touches.
 * *Proof.* Every launch that the spec allows — the spec's scalar values and the other
@@ -44,6 +49,10 @@ Inference
   the index buffer draw its values from ``index:0..1000`` and the indexed buffer 1000
   long. Whatever cannot be bounded (a pointer loaded from memory, a loop whose trip count
   depends on data, textures, calls) makes the kernel not verifiable, with the reason.
+* *Time.* Inference from the IR of one kernel stops after ``deadline_s`` (10 s by
+  default): the tracer checks it at every step and raises a ``TraceTimeout``
+  (a BaseException, so that no ``except Exception`` on the way swallows it); the kernel
+  is then not verifiable, "inference timed out after N s".
 """
 from __future__ import annotations
 
@@ -56,8 +65,8 @@ import ptx_ir
 from superopt.specs.launch_spec import Buffer, LaunchSpec, Scalar, SpecError, elem_type, eval_expr, load_specs
 from superopt.specs.comments import directive_spec, find_directives, find_kernels
 from superopt.specs.facts import (ParamInfo, affine_to_expr, grid_bounds, kernel_traits,
-                                 param_infos, scalar_roles)
-from superopt.specs.trace import TraceResult, trace
+                                 param_infos, scalar_roles, tile_block)
+from superopt.specs.trace import TraceResult, TraceTimeout, trace
 
 __all__ = ["InferenceResult", "infer_specs", "check_spec", "explicit_specs", "INDEX_RANGE"]
 
@@ -67,8 +76,9 @@ MAX_LANE_STEPS = 2_500_000            # traced work of the main launch
 MAX_STEPS = 4000
 MAX_BYTES = 16 << 20                  # all buffers of one launch
 MAX_BUFFER_BYTES = 8 << 20
-TIME_BUDGET = 60.0                    # seconds for one kernel (a safety net; the budgets
-TRACE_BUDGET = 30.0                   # that decide are the deterministic ones below)
+DEADLINE_S = 10.0                     # seconds for one kernel: a hard cap (infer_specs(deadline_s=))
+TRACE_BUDGET = 30.0                   # seconds for one trace (a safety net; the budgets that
+                                      # decide are the deterministic ones below)
 TOTAL_LANE_STEPS = 40_000_000         # traced work for one kernel, all traces together
 TOTAL_STEPS = 20_000
 SCALE_START = 24
@@ -98,6 +108,11 @@ class InferenceResult:
     reason: str | None = None                # why not verifiable (when specs is empty)
     notes: list = field(default_factory=list)
     signature: str | None = None             # demangled C++ signature
+    # Specs inferred for a kernel that takes a by-value struct of more than 8 bytes, which
+    # the launch-spec format cannot carry yet: dicts in LaunchSpec.to_dict() form whose
+    # struct params read {"kind": "scalar", "type": "bytes", "size": N, "value": "0x..."}
+    # (little-endian contents). Not used for judging (specs stays empty).
+    pending_specs: list = field(default_factory=list)
 
     @property
     def verifiable(self) -> bool:
@@ -116,7 +131,8 @@ class InferenceResult:
     def to_dict(self) -> dict:
         return {"kernel": self.kernel, "signature": self.signature, "origin": self.origin,
                 "verifiable": self.verifiable, "reason": self.reason, "notes": list(self.notes),
-                "specs": [s.to_dict() for s in self.specs]}
+                "specs": [s.to_dict() for s in self.specs],
+                **({"pending_specs": list(self.pending_specs)} if self.pending_specs else {})}
 
 
 class _NotVerifiable(Exception):
@@ -126,12 +142,14 @@ class _NotVerifiable(Exception):
 # --------------------------------------------------------------------------- entry point
 
 def infer_specs(module, kernel_name: str, *, source_text: str | None = None, config: Any = None,
-                max_specs: int = 3) -> InferenceResult:
+                max_specs: int = 3, deadline_s: float | None = DEADLINE_S) -> InferenceResult:
     """Launch specs for ``kernel_name`` in ``module`` (a ptx_ir Module or PTX text).
 
     ``config`` is the nvcc-plus.toml document (a dict, as nvcc_plus.config hands it over),
     a path to a TOML/JSON spec file, or its text. ``source_text`` is the .cu source, for
-    ``// nvcc-plus:`` comments and C++ parameter names.
+    ``// nvcc-plus:`` comments and C++ parameter names. ``deadline_s``: wall-clock seconds
+    inference from the IR may take (None: no cap); past it the trace stops at once and the
+    kernel is not verifiable ("inference timed out after N s").
     """
     if isinstance(module, str):
         module = ptx_ir.parse(module)
@@ -165,10 +183,13 @@ def infer_specs(module, kernel_name: str, *, source_text: str | None = None, con
             return _explicit(result, module, fn, infos, specs, "comment")
     # 3. inference
     try:
-        _Inferrer(module, fn, infos, names, result, max_specs).run()
+        _Inferrer(module, fn, infos, names, result, max_specs, deadline_s).run()
     except _NotVerifiable as e:
         result.specs = []
         result.reason = str(e)
+    except TraceTimeout:
+        result.specs = []
+        result.reason = f"inference timed out after {deadline_s:g} s"
     result.origin = "inferred" if result.specs else None
     return result
 
@@ -357,7 +378,10 @@ def check_spec(module, fn, spec: LaunchSpec, *, max_threads: int = 1 << 20) -> l
                     lo, _, hi = p.distribution[6:].partition("..")
                     ranges[i] = (eval_expr(lo, env), eval_expr(hi, env) - 1)
             elif p.elem.is_float:
-                kinds[i] = ("float",)
+                # a float's value may decide control flow only where the checker keeps it:
+                # where the format has ``pinned``, the checker varies unpinned float scalars
+                fixed = p.pinned if hasattr(p, "pinned") else True
+                kinds[i] = ("float", p.value) if fixed else ("float",)
             else:
                 kinds[i] = ("int", p.value)
         r = trace(module, fn, rs.grid, rs.block, rs.shared_bytes, kinds, ranges)
@@ -388,7 +412,8 @@ def _nextprime(n: int) -> int:
 
 
 class _Inferrer:
-    def __init__(self, module, fn, infos, names, result: InferenceResult, max_specs: int):
+    def __init__(self, module, fn, infos, names, result: InferenceResult, max_specs: int,
+                 deadline_s: float | None = DEADLINE_S):
         self.module = module
         self.fn = fn
         self.infos = infos
@@ -399,7 +424,7 @@ class _Inferrer:
         self.notes = result.notes
         import time
         self._time = time.monotonic
-        self.deadline = self._time() + TIME_BUDGET
+        self.deadline = None if deadline_s is None else self._time() + deadline_s
         self.spent_lanes = 0
         self.spent_steps = 0
         self.cache: dict = {}
@@ -408,16 +433,20 @@ class _Inferrer:
     # -- top level
     def run(self):
         fn, infos = self.fn, self.infos
-        for p in infos:
-            if p.kind == "struct" and p.size not in (1, 2, 4, 8):
-                raise _NotVerifiable(
-                    f"parameter {p.index} is passed by value as a {p.size}-byte struct"
-                    + (" that the kernel reads" if p.loaded else "")
-                    + "; a launch spec has scalars of 1, 2, 4 or 8 bytes only")
+        # By-value structs of other sizes are traced as raw bytes like the small ones; the
+        # specs found are reported as pending (the spec format has no field for them yet).
+        self.big_structs = [p for p in infos if p.kind == "struct" and p.size not in (1, 2, 4, 8)]
         if not any(p.kind == "ptr" for p in infos):
+            held = [p for p in infos if p.kind == "struct" and p.loaded and p.size >= 8
+                    and (not p.fields or any(t in (".u64", ".b64", ".s64") for _, t in p.fields))]
+            if held:
+                raise _NotVerifiable(
+                    f"it has no pointer parameters; any it writes through are held in by-value struct "
+                    f"parameter {held[0].index} ({held[0].size} bytes): pointers inside structs are not modelled")
             raise _NotVerifiable("it has no pointer parameters: there is no output a check could compare")
         self.bounds = grid_bounds(fn)
         self.traits = kernel_traits(fn, self.module, self.bounds)
+        self.tile_block = tile_block(fn, self.module) if self.traits.block_dims >= 2 else None
         self.roles = scalar_roles(fn)
         self.ptx_names = {p.ptx_name: self.names[p.index] for p in infos if p.kind == "int"}
         self._classify_scalars()
@@ -425,9 +454,22 @@ class _Inferrer:
         if not shapes:
             raise _NotVerifiable("no block shape satisfies the kernel's .reqntid/.maxntid")
         self.multiple = 1
-        for _attempt in range(4):
+        self.exact_floats = False
+        for _attempt in range(5):
             try:
-                return self._run_shapes(shapes)
+                self._run_shapes(shapes)
+                return self._pend_big_structs()
+            except _NotVerifiable as e:
+                # A loop whose trip count comes from float parameters (t < steps * dt): trace
+                # again with their values known, and pin them in the spec.
+                floats = [p for p in self.infos if p.kind == "float"]
+                if self.exact_floats or not floats or not _loop_problem(str(e)):
+                    raise
+                self.exact_floats = True
+                self.notes.append(f"float parameters {', '.join(self.names[p.index] for p in floats)} are "
+                                  f"pinned: a loop's trip count depends on them ({e})")
+                self.cache.clear()
+                self.hist = None
             except _NeedMultiple as e:
                 if not self.scaled or e.multiple <= self.multiple:
                     raise _NotVerifiable(e.reason)
@@ -436,6 +478,27 @@ class _Inferrer:
                 self.cache.clear()
                 self.hist = None
         raise _NotVerifiable("no sizes satisfy the kernel's alignment and warp requirements")
+
+    def _pend_big_structs(self):
+        if not self.big_structs:
+            return
+        specs = self.result.specs
+        pending = []
+        for spec in specs:
+            d = spec.to_dict()
+            for p in self.big_structs:
+                d["params"][p.index] = {"name": self.names[p.index], "kind": "scalar", "type": "bytes",
+                                        "size": p.size, "value": f"{self.struct_values[p.index]:#x}"}
+            pending.append(d)
+        self.result.pending_specs = pending
+        self.result.specs = []
+        p = self.big_structs[0]
+        shapes = ", ".join(_fmt_shape(s.block) for s in specs)
+        raise _NotVerifiable(
+            f"parameter {p.index} ({self.names[p.index]}) is passed by value as a {p.size}-byte struct: "
+            f"a launch was inferred (block {shapes}; the struct's bytes "
+            f"{self.struct_values[p.index]:#x}, see pending_specs), but a launch spec has scalars "
+            "of 1, 2, 4 or 8 bytes only")
 
     def _run_shapes(self, shapes):
         specs, rejected = [], []
@@ -460,6 +523,10 @@ class _Inferrer:
                 self.notes.append(f"stopped after {len(specs)} launch shape(s): {e}")
                 break
             specs.append(spec)
+            if shape == self.tile_block:
+                # the block the shared tile was written for; other shapes would race on it
+                self.notes.append(f"block {_fmt_shape(shape)}: the shape its shared tile implies")
+                break
         if rejected:
             self.notes.append("block shapes rejected: " + "; ".join(rejected[:4])
                               + (f" (+{len(rejected) - 4} more)" if len(rejected) > 4 else ""))
@@ -549,6 +616,8 @@ class _Inferrer:
                 cands.insert(0, tile)
             elif 0 in t.tile and dims == 1:
                 cands.insert(0, (t.tile[0], 1, 1))
+        if self.tile_block:
+            cands.insert(0, self.tile_block)
         out = []
         for s in cands:
             if t.maxntid and math.prod(s) > t.maxntid:
@@ -603,7 +672,7 @@ class _Inferrer:
             if p.kind == "ptr":
                 k[p.index] = ("ptr",)
             elif p.kind == "float":
-                k[p.index] = ("float",)
+                k[p.index] = ("float", vals[p.index]) if self.exact_floats else ("float",)
             elif p.kind == "struct":
                 k[p.index] = ("bytes", vals[p.index])
             else:
@@ -622,13 +691,13 @@ class _Inferrer:
         for _round in range(4):
             ranges = {i: r for i, r in self.dists.items()}
             now = self._time()
-            if now > self.deadline:
-                raise _NotVerifiable(f"the analysis took longer than {TIME_BUDGET:.0f} s")
+            if self.deadline is not None and now > self.deadline:
+                raise TraceTimeout("inference passed its deadline")
             if self.spent_lanes > TOTAL_LANE_STEPS or self.spent_steps > TOTAL_STEPS:
                 raise _NotVerifiable("the analysis needs more work than its budget allows "
                                      f"({self.spent_lanes} traced thread-steps)")
             r = trace(self.module, self.fn, grid, shape, shared, self._kinds(vals), ranges,
-                      deadline=min(self.deadline, now + TRACE_BUDGET), max_lane_steps=lane_budget)
+                      deadline=now + TRACE_BUDGET, max_lane_steps=lane_budget, hard_deadline=self.deadline)
             self.spent_lanes += r.lane_steps
             self.spent_steps += r.steps
             fixable = [k for k in r.index_sources if k not in self.dists]
@@ -649,8 +718,8 @@ class _Inferrer:
         if r.problems:
             msg = r.problems[0]
             if "analysis budget" in msg or "ran out of time" in msg:
-                if self._time() > self.deadline:
-                    raise _NotVerifiable(f"the analysis took longer than {TIME_BUDGET:.0f} s: {msg}")
+                if self.deadline is not None and self._time() > self.deadline:
+                    raise TraceTimeout("inference passed its deadline")
                 raise _TooBig(msg)
             raise _NotVerifiable(msg)
         if r.needs_multiple > 1:
@@ -816,8 +885,9 @@ class _Inferrer:
                     f"passed as a {p.scalar_type} 0")
         else:
             desc = ", ".join(f"+{o} {t[1:]}" for o, t in p.fields)
-            note = (f"{name} is a {p.size}-byte struct passed by value ({desc}): passed as the "
-                    f"{p.scalar_type} {value:#x} (floats 1.5, 0.75, ...; integers 3)")
+            as_ = (f"the {p.scalar_type}" if p.size in (1, 2, 4, 8) else f"its {p.size} raw bytes")
+            note = (f"{name} is a {p.size}-byte struct passed by value ({desc}): passed as "
+                    f"{as_} {value:#x} (floats 1.5, 0.75, ...; integers 3)")
         if note not in self.notes:
             self.notes.append(note)
 
@@ -868,7 +938,10 @@ class _Inferrer:
                 params.append(Buffer(name=name, type=etype, length_expr=length, direction=direction,
                                      distribution=dist))
             elif p.kind == "float":
-                params.append(Scalar(name=name, type=p.scalar_type, value=tuples[0][p.index]))
+                params.append(_scalar(name, p.scalar_type, tuples[0][p.index], pinned=self.exact_floats))
+            elif p.kind == "struct" and p.size not in (1, 2, 4, 8):
+                params.append(Scalar(name=name, type="u8", value=0))    # placeholder: see pending_specs
+                self._struct_note(p, name, tuples[0][p.index])
             elif p.kind == "struct":
                 params.append(Scalar(name=name, type=p.scalar_type, value=tuples[0][p.index]))
                 self._struct_note(p, name, tuples[0][p.index])
@@ -891,6 +964,18 @@ class _Inferrer:
                 if a.end is not None and b.length * b.elem.size < a.end:
                     raise AssertionError(f"internal: {b.name} length {b.length} does not cover {a.end} bytes")
         return spec
+
+
+def _loop_problem(msg: str) -> bool:
+    return "loop exit depends on data" in msg or "does not settle" in msg
+
+
+def _scalar(name, type_, value, *, pinned: bool) -> Scalar:
+    """A Scalar, pinned (the checker must not vary it) where the spec format has that field."""
+    import dataclasses
+    if pinned and any(f.name == "pinned" for f in dataclasses.fields(Scalar)):
+        return Scalar(name=name, type=type_, value=value, pinned=True)
+    return Scalar(name=name, type=type_, value=value)
 
 
 def _only_dynamic_oob(r) -> bool:
