@@ -68,6 +68,18 @@ def _sink_kind(inst, isa) -> str | None:
     return None
 
 
+def _defs(inst, isa) -> list:
+    """Registers ``inst`` writes: ptx_ir's list, plus the destination of ``bar.red`` /
+    ``barrier.red`` (ptx_ir counts barriers as having no destination)."""
+    out = list(isa.defs(inst))
+    if inst.opcode in ("bar", "barrier") and ".red" in inst.modifiers and inst.operands:
+        from ptx_ir.nodes import Reg
+        d = inst.operands[0]
+        if isinstance(d, Reg) and not d.is_special and all(r.name != d.name for r in out):
+            out.append(d)
+    return out
+
+
 def analyze(module, kernel: str) -> Unwritten:
     from ptx_ir import isa
     fn = module.function(kernel)
@@ -83,7 +95,7 @@ def analyze(module, kernel: str) -> Unwritten:
 
     for blk in blocks:
         for inst in blk.instructions:
-            for r in list(isa.defs(inst)) + list(isa.uses(inst)):
+            for r in _defs(inst, isa) + list(isa.uses(inst)):
                 if not r.is_special:
                     bit(r.name)
 
@@ -93,7 +105,7 @@ def analyze(module, kernel: str) -> Unwritten:
             if visit is not None:
                 visit(inst, unw)
             g = inst.guard
-            for r in isa.defs(inst):
+            for r in _defs(inst, isa):
                 if r.is_special:
                     continue
                 if g is None:
@@ -129,7 +141,12 @@ def analyze(module, kernel: str) -> Unwritten:
     # uses that may read an unwritten register
     start: dict = {}               # id(inst) -> (inst, [reg names])
     def visit(inst, unw):
-        bad = [r.name for r in isa.uses(inst) if not r.is_special and unw & regs.get(r.name, 0)]
+        if inst.opcode in ("bar", "barrier") and ".red" in inst.modifiers:
+            dst = {r.name for r in _defs(inst, isa)}
+            used = [r for r in isa.uses(inst) if r.name not in dst]
+        else:
+            used = isa.uses(inst)
+        bad = [r.name for r in used if not r.is_special and unw & regs.get(r.name, 0)]
         if bad:
             start[id(inst)] = (inst, sorted(set(bad)))
     for blk in blocks:
@@ -139,7 +156,7 @@ def analyze(module, kernel: str) -> Unwritten:
                     may_be_unwritten=sorted({r for _, rs in start.values() for r in rs}))
     if not start:
         return res
-    graph = fn.dataflow.graph
+    graph = fn.def_use.graph
     seen_sinks = set()
     for inst0, rs in start.values():
         # forward along data edges: everything computed from the unwritten value
@@ -161,7 +178,7 @@ def analyze(module, kernel: str) -> Unwritten:
 def _text(inst) -> str:
     try:
         from ptx_ir.printer import emit_instruction
-        return emit_instruction(inst).strip().rstrip(";")
+        return " ".join(emit_instruction(inst).split()).rstrip(";")
     except Exception:  # noqa: BLE001
         pass
     ops = ", ".join(str(o) for o in inst.operands)
