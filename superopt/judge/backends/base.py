@@ -51,8 +51,6 @@ class RunResult:
     # "past_end_bytes": farthest byte past the end, "before_start_bytes": ...}; only
     # backends that can see reads fill it (the emulator; on a GPU it is memcheck's job)
     guard_reads: dict[str, dict] = field(default_factory=dict)
-    # notes about the run the judge may show (e.g. what the emulator observed)
-    notes: list[str] = field(default_factory=list)
     elapsed: float | None = None       # kernel time in seconds (device events), if known
     error: str | None = None           # error name/message for non-ok statuses
     log: str = ""                      # JIT / compiler log, if any
