@@ -25,7 +25,18 @@ buffer. What it does, and why:
   launches (a "done" flag, a cache) shows. Candidate launches are limited to
   ``max(min_timeout, 50 x the slowest baseline launch)``.
 * **Guards and inputs.** Guard zones on both sides of every buffer must be intact; a
-  buffer the baseline does not modify must not be modified by the candidate.
+  buffer the baseline does not modify must not be modified by the candidate. Where the
+  backend sees reads (the emulator: ``RunResult.guard_reads``), a candidate that reads
+  farther outside a buffer than the baseline ever does is rejected ("reads outside buffer
+  'x' (1 element past its end)"); on a GPU that stays compute-sanitizer memcheck's job
+  (:mod:`superopt.judge.sanitize`).
+* **Nothing unwritten decides anything.** Before anything runs, the static def-use check
+  (:mod:`superopt.judge.static_check`) rejects a candidate whose branch, store, return or call
+  depends on a register that may be read before any write, where nvcc's code has no such
+  use (evidence ``static``). On the emulator, registers, shared and local memory start as
+  fresh random bits every launch, so a result computed from them differs between runs.
+* **Sizes that are whole blocks.** When no planned set gives a size parameter an exact
+  multiple of block.x and of 16 (an inferred spec lists its own sizes), one set does.
 * **Exact by default.** Bit-identical outputs, with every NaN equal to every NaN. A
   tolerance (``ulp:N`` or ``rel:X`` on float buffers) is an explicit opt-in and is
   recorded in the verdict.
