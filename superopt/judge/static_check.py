@@ -11,7 +11,8 @@ CFG; the ``entry`` pseudo-definition of ``ptx_ir.dataflow`` is the same idea, bu
 marks uses that *no* definition reaches, while a path that skips a guarded write also
 leaves a register unwritten). An unguarded write makes a register written; a guarded one
 does not, except that ``@%p`` and ``@!%p`` writes of the same register with ``%p``
-unchanged in between (if-conversion) together count as one write. Taint then follows the
+unchanged in between (if-conversion) together count as one write, and a use guarded like
+an earlier write in its block (``@!%p mul.hi %t, ...; @!%p sub %u, %x, %t``) reads that write. Taint then follows the
 def-use edges of ``fn.dataflow`` from every may-be-unwritten use to the sinks. Values
 stored to memory and loaded back are not followed (the emulator's poison catches those
 dynamically). Path-insensitive, so it can over-report; that is why a candidate is only
@@ -103,7 +104,7 @@ def analyze(module, kernel: str) -> Unwritten:
         guarded: dict = {}        # reg -> {(pred, negated)} of guarded writes since pred last changed
         for inst in blk.instructions:
             if visit is not None:
-                visit(inst, unw)
+                visit(inst, unw, guarded)
             g = inst.guard
             for r in _defs(inst, isa):
                 if r.is_special:
@@ -140,13 +141,17 @@ def analyze(module, kernel: str) -> Unwritten:
 
     # uses that may read an unwritten register
     start: dict = {}               # id(inst) -> (inst, [reg names])
-    def visit(inst, unw):
+    def visit(inst, unw, guarded):
         if inst.opcode in ("bar", "barrier") and ".red" in inst.modifiers:
             dst = {r.name for r in _defs(inst, isa)}
             used = [r for r in isa.uses(inst) if r.name not in dst]
         else:
             used = isa.uses(inst)
-        bad = [r.name for r in used if not r.is_special and unw & regs.get(r.name, 0)]
+        g = inst.guard
+        key = (g.reg.name, g.negated) if g is not None else None
+        # a use under the same guard as an earlier write (predicate unchanged) reads that write
+        bad = [r.name for r in used if not r.is_special and unw & regs.get(r.name, 0)
+               and (key is None or key not in guarded.get(r.name, ()))]
         if bad:
             start[id(inst)] = (inst, sorted(set(bad)))
     for blk in blocks:

@@ -128,6 +128,14 @@ def test_static_check_cases():
     # complementary guarded writes are one write (if-conversion)
     r = _analyze("setp.lt.u32 %p1, %r1, 5;\n@%p1 mov.u32 %r2, 1;\n@!%p1 mov.u32 %r2, 2;\nst.global.u32 [%rd1], %r2;")
     assert r.sinks == [] and r.may_be_unwritten == []
+    # a use under the guard of the write reads it (if-converted code, e.g. address_arith's division)
+    r = _analyze("setp.lt.u32 %p1, %r1, 5;\n@!%p1 mul.hi.u32 %r2, %r1, 7;\n@!%p1 add.s32 %r3, %r2, 1;\n"
+                 "@%p1 mov.u32 %r3, 0;\nst.global.u32 [%rd1], %r3;")
+    assert r.sinks == [] and r.may_be_unwritten == []
+    # ... but not once the predicate changed
+    r = _analyze("setp.lt.u32 %p1, %r1, 5;\n@!%p1 mul.hi.u32 %r2, %r1, 7;\nsetp.lt.u32 %p1, %r1, 9;\n"
+                 "@!%p1 st.global.u32 [%rd1], %r2;")
+    assert [u.sink for u in r.sinks] == ["store"]
     # one guarded write leaves the register unwritten on a path
     r = _analyze("setp.lt.u32 %p1, %r1, 5;\n@%p1 mov.u32 %r2, 1;\nst.global.u32 [%rd1], %r2;")
     assert [u.sink for u in r.sinks] == ["store"] and r.may_be_unwritten == ["%r2"]
