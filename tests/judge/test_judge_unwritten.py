@@ -106,6 +106,26 @@ def test_unwritten_store_caught_dynamically_without_the_static_check(monkeypatch
         assert v.status == REJECTED and "differs" in v.reason, v.summary()
 
 
+def test_garbage_that_is_right_only_when_nonzero_is_caught_too(monkeypatch):
+    # stores skipped only where %r9 (never written) is 0: with random registers alone that
+    # is a 2^-32 event per lane; the second launch of every set starts registers at zero
+    monkeypatch.setattr(static_check, "compare", lambda b, c: None)
+    cand = variant("saxpy_unwritten_store").replace("setp.ne.s32 %p2, %r9, 0;", "setp.eq.s32 %p2, %r9, 0;")
+    assert static_check.analyze_ptx(cand, K).sinks
+    for seed in range(3):
+        v = check(SAXPY, cand, SPEC, backend="emulator", seed=seed)
+        assert v.status == REJECTED and "launch 2" in v.reason and "differs" in v.reason, v.summary()
+
+
+def test_second_launch_of_a_set_starts_registers_at_zero():
+    from superopt.specs.launch_spec import LaunchSpec
+    spec = LaunchSpec.from_dict({"kernel": "k", "grid": [1, 1, 1], "block": [64, 1, 1], "params": [
+        {"name": "out", "kind": "buffer", "type": "u32", "length": 64, "direction": "out"}]})
+    s0 = make_input_set(spec, seed=1, index=0)
+    rs = EmulatorBackend().run_many(STORE_UNWRITTEN, spec, [s0, s0, s0])
+    assert rs[0].outputs["out"].any() and not rs[1].outputs["out"].any() and rs[2].outputs["out"].any()
+
+
 def test_baseline_reading_an_unwritten_register_is_not_judged():
     # nvcc's code never does; if a baseline stored a register nothing wrote, its two runs
     # differ (fresh poison per launch): there is no defined behaviour to match

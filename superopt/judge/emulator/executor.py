@@ -928,8 +928,9 @@ class Poison:
     """Random bytes for memory a kernel may read before writing (shared, local): a random
     pattern of a prime length, tiled, so each launch is cheap and differs with the seed."""
 
-    def __init__(self, rng, period: int = 65521):
+    def __init__(self, rng, period: int = 65521, zero_registers: bool = False):
         self.pattern = None if rng is None else rng.integers(0, 256, period, dtype=np.uint8)
+        self.zero_registers = zero_registers
 
     def __call__(self, n: int, start: int = 0) -> np.ndarray:
         if self.pattern is None:
@@ -945,7 +946,7 @@ class Poison:
         """Initial contents of register ``slot`` for ``n`` lanes: random bits (a random
         bool for predicates), at a per-register offset into the pattern so registers differ."""
         dt = np.dtype(dt)
-        if self.pattern is None:
+        if self.pattern is None or self.zero_registers:
             return np.zeros(n, dt)
         raw = self(n * dt.itemsize, 7919 * (slot + 1))
         if dt == np.bool_:

@@ -229,11 +229,12 @@ class LoadedModule:
 
     def launch(self, kernel: str, grid, block, params, *, shared_bytes: int = 0,
                timeout: float | None = None, max_steps: int = 1 << 40, seed: int | None = 0,
-               chunk_lanes: int = DEFAULT_CHUNK_LANES, watch=None) -> dict:
+               chunk_lanes: int = DEFAULT_CHUNK_LANES, watch=None, register_fill: str = "random") -> dict:
         """Run one kernel launch to completion; returns statistics.
 
         Registers, shared and local memory start as random bits drawn from ``seed``
-        (zeros when ``seed`` is None). ``watch``: buffers as ``(name, zone_start, zone_end,
+        (zeros when ``seed`` is None); ``register_fill="zero"`` starts the registers at
+        zero instead (shared and local memory stay random). ``watch``: buffers as ``(name, zone_start, zone_end,
         data_start, data_end)`` absolute addresses; loads touching a zone outside its data
         are counted in ``stats["guard_reads"]`` (name -> count, farthest bytes before the
         start / past the end).
@@ -249,7 +250,9 @@ class LoadedModule:
         rng = np.random.default_rng(seed) if seed is not None else None
         deadline = time.monotonic() + (timeout if timeout else 1e9)
         L = Launch(grid, block, int(shared_bytes), kblob, self.heap, deadline, max_steps, rng)
-        L.poison = Poison(rng)
+        if register_fill not in ("random", "zero"):
+            raise ValueError(f"register_fill must be 'random' or 'zero', not {register_fill!r}")
+        L.poison = Poison(rng, zero_registers=register_fill == "zero")
         if watch:
             hb = M.HEAP_BASE
             L.watch = M.GuardWatch([(n, zs - hb, ze - hb, ds - hb, de - hb) for n, zs, ze, ds, de in watch])
