@@ -25,7 +25,18 @@ buffer. What it does, and why:
   launches (a "done" flag, a cache) shows. Candidate launches are limited to
   ``max(min_timeout, 50 x the slowest baseline launch)``.
 * **Guards and inputs.** Guard zones on both sides of every buffer must be intact; a
-  buffer the baseline does not modify must not be modified by the candidate.
+  buffer the baseline does not modify must not be modified by the candidate. Where the
+  backend sees reads (the emulator: ``RunResult.guard_reads``), a candidate that reads
+  farther outside a buffer than the baseline ever does is rejected ("reads outside buffer
+  'x' (1 element past its end)"); on a GPU that stays compute-sanitizer memcheck's job
+  (:mod:`superopt.judge.sanitize`).
+* **Nothing unwritten decides anything.** Before anything runs, the static def-use check
+  (:mod:`superopt.judge.static_check`) rejects a candidate whose branch, store, return or call
+  depends on a register that may be read before any write, where nvcc's code has no such
+  use (evidence ``static``). On the emulator, registers, shared and local memory start as
+  fresh random bits every launch, so a result computed from them differs between runs.
+* **Sizes that are whole blocks.** When no planned set gives a size parameter an exact
+  multiple of block.x and of 16 (an inferred spec lists its own sizes), one set does.
 * **Exact by default.** Bit-identical outputs, with every NaN equal to every NaN. A
   tolerance (``ulp:N`` or ``rel:X`` on float buffers) is an explicit opt-in and is
   recorded in the verdict.
@@ -341,6 +352,40 @@ class BaselineRuns:
     slowest: float
     evidence: dict                     # seed, kernel, sets, notes, backend, phase_seconds
     uses: int = 0
+    # per buffer: farthest bytes the baseline reads outside it, (before start, past end),
+    # over all its runs (backends that see reads: the emulator)
+    guard_reads: dict = field(default_factory=dict)
+    static: Any = None                 # static_check.Unwritten of the baseline (or None)
+
+
+def _multiple_variants(spec: LaunchSpec, planned: list[dict]) -> list[dict]:
+    """One more set when no planned set gives a size parameter a value that is an exact
+    multiple of block.x and of 16 (e.g. an inferred spec with its own list of sizes): the
+    largest such multiple not above the spec's value, so that code wrong only for whole
+    blocks shows. Not when the spec says ``vary_sizes = false`` itself or pins the size
+    (an inferred spec's ``vary_sizes = false`` only says its values were chosen for it; a
+    baseline that misbehaves on the extra set has it dropped)."""
+    if not spec.vary_sizes and getattr(spec, "origin", "") != "inferred":
+        return []
+    from superopt.judge.inputs import MULTIPLE_OF
+    bx = int(spec.block[0])
+    step = bx * MULTIPLE_OF // math.gcd(bx, MULTIPLE_OF)
+    base = spec.scalar_values()
+    ov: dict = {}
+    for name in spec.size_params():
+        try:
+            sc = spec.param(name)
+        except Exception:  # noqa: BLE001
+            continue
+        if getattr(sc, "pinned", False):
+            continue
+        vals = [int(o.get(name, base[name])) for o in planned]
+        if any(v > 0 and v % step == 0 for v in vals):
+            continue
+        m = (int(base[name]) // step) * step
+        if m >= step:
+            ov[name] = m
+    return [ov] if ov else []
 
 
 def run_baseline(baseline_ptx: str, spec: LaunchSpec, *, backend: Union[str, Backend] = "gpu",
@@ -386,7 +431,9 @@ def run_baseline(baseline_ptx: str, spec: LaunchSpec, *, backend: Union[str, Bac
     t_phase = time.monotonic()
     rng = make_rng(seed, 0x5E7)
     base_sets: list[InputSet] = []
-    for i, ov in enumerate(size_variants(spec, max(1, sets), rng) + tail_variants(spec, rng)):
+    planned = size_variants(spec, max(1, sets), rng) + tail_variants(spec, rng)
+    planned += _multiple_variants(spec, planned)
+    for i, ov in enumerate(planned):
         try:
             base_sets.append(make_input_set(spec, seed, i, scalars=ov))
         except SpecError as e:
@@ -410,6 +457,7 @@ def run_baseline(baseline_ptx: str, spec: LaunchSpec, *, backend: Union[str, Bac
     valid: list[int] = []
     unwritten: dict[tuple[int, str], np.ndarray] = {}
     base_writes_input: set[str] = set()
+    base_guard_reads: dict[str, tuple[int, int]] = {}
     slowest = 0.0
     for i, s in enumerate(base_sets):
         r1, r2 = bres[i], bres[k + i]
@@ -430,6 +478,10 @@ def run_baseline(baseline_ptx: str, spec: LaunchSpec, *, backend: Union[str, Bac
             ev["notes"].append(msg + " (set dropped)")
             continue
         slowest = max(slowest, r1.elapsed or 0.0, r2.elapsed or 0.0)
+        for r in (r1, r2):
+            for n, g in (r.guard_reads or {}).items():
+                b0, p0 = base_guard_reads.get(n, (0, 0))
+                base_guard_reads[n] = (max(b0, g.get("before_start_bytes", 0)), max(p0, g.get("past_end_bytes", 0)))
         # determinism of the baseline
         dropped = False
         for b in s.spec.buffers:
@@ -458,7 +510,7 @@ def run_baseline(baseline_ptx: str, spec: LaunchSpec, *, backend: Union[str, Bac
                 return fail(f"the baseline is not deterministic: buffer {b.name!r} element {j} is "
                             f"{format_value(x1, j, et)} in one run and {format_value(x2, j, et)} in another on "
                             f"the same inputs ({s.label}; {int(diff.sum())} elements differ). Causes: atomics "
-                            f"order, uninitialised (shared) memory, or an output read before it is written "
+                            f"order, uninitialised (shared) memory or registers, or an output read before it is written "
                             f"(declare it inout). A tolerance policy can absorb order-dependent float sums.")
         if not dropped:
             valid.append(i)
@@ -466,12 +518,18 @@ def run_baseline(baseline_ptx: str, spec: LaunchSpec, *, backend: Union[str, Bac
         return fail("no input set on which the baseline runs cleanly")
     if base_writes_input:
         ev["notes"].append(f"the baseline modifies buffers declared 'in': {sorted(base_writes_input)} (compared as outputs)")
+    if base_guard_reads:
+        ev["baseline_guard_reads"] = {n: {"before_start_bytes": b, "past_end_bytes": a}
+                                      for n, (b, a) in sorted(base_guard_reads.items())}
+        ev["notes"].append(f"the baseline reads outside buffers {sorted(base_guard_reads)} (a candidate may read "
+                           f"as far, no farther)")
     phases["baseline_compare"] = round(time.monotonic() - t_phase, 4)
     ev["baseline_seconds"] = [r.elapsed for r in bres if r.elapsed is not None]
     ev["baseline_wall_seconds"] = round(time.monotonic() - t_start, 4)
     return BaselineRuns(baseline_ptx=baseline_ptx, spec=spec, kernel=kname, policy=policy,
                         seed=seed, sets=base_sets, results=bres, valid=valid, unwritten=unwritten,
-                        writes_input=base_writes_input, slowest=slowest, evidence=ev)
+                        writes_input=base_writes_input, slowest=slowest, evidence=ev,
+                        guard_reads=base_guard_reads)
 
 
 def check(baseline_ptx: str, candidate_ptx: str, spec: LaunchSpec, *,
@@ -497,6 +555,11 @@ def check(baseline_ptx: str, candidate_ptx: str, spec: LaunchSpec, *,
                                        {"seed": seed, "kernel": kname, "sets": [], "notes": [], "max_diff": {}})
             if early is not None:
                 return early
+        early = _static_verdict(baseline_ptx, candidate_ptx, kname or spec.kernel, Policy.parse(policy),
+                                {"seed": seed, "kernel": kname or spec.kernel, "sets": [], "notes": [],
+                                 "max_diff": {}}, t_start)
+        if early is not None:
+            return early
         prepared = run_baseline(baseline_ptx, spec, backend=backend, policy=policy, sets=sets, seed=seed,
                                 launch_timeout=launch_timeout)
         if isinstance(prepared, Verdict):
@@ -510,6 +573,36 @@ def check(baseline_ptx: str, candidate_ptx: str, spec: LaunchSpec, *,
     return _judge_candidate(prepared, candidate_ptx, be, launch_timeout, min_timeout, t_start, reused)
 
 
+_STATIC_CACHE: dict = {}
+
+
+def _static_of(ptx: str, kernel: str):
+    from superopt.judge import static_check
+    key = (hash(ptx), len(ptx), kernel)
+    r = _STATIC_CACHE.get(key)
+    if r is None:
+        if len(_STATIC_CACHE) > 64:
+            _STATIC_CACHE.clear()
+        r = _STATIC_CACHE[key] = (static_check.analyze_ptx(ptx, kernel),)
+    return r[0]
+
+
+def _static_verdict(baseline_ptx, candidate_ptx, kname, policy, ev, t_start) -> Verdict | None:
+    """The static def-use check (superopt.judge.static_check), before anything runs: a
+    candidate whose branch, store, return or call depends on a register nothing wrote,
+    where nvcc's code has no such use, is rejected. Its findings go to ``evidence['static']``."""
+    from superopt.judge import static_check
+    t0 = time.monotonic()
+    b, c = _static_of(baseline_ptx, kname), _static_of(candidate_ptx, kname)
+    ev["static"] = {"baseline": b.to_dict() if b else None, "candidate": c.to_dict() if c else None,
+                    "seconds": round(time.monotonic() - t0, 4)}
+    why = static_check.compare(b, c)
+    if why is None:
+        return None
+    ev["wall_seconds"] = round(time.monotonic() - t_start, 4)
+    return _verdict(REJECTED, why, policy, ev)
+
+
 def _signature_verdict(baseline_ptx, candidate_ptx, kname, policy, ev) -> Verdict | None:
     sig_b = entry_params(baseline_ptx, kname)
     sig_c = entry_params(candidate_ptx, kname)
@@ -518,6 +611,35 @@ def _signature_verdict(baseline_ptx, candidate_ptx, kname, policy, ev) -> Verdic
     if [(t, s) for _, t, s in sig_b] != [(t, s) for _, t, s in sig_c]:
         return _verdict(REJECTED, f"the candidate changes the parameters of {kname}: "
                                   f"{[t for _, t, _ in sig_b]} -> {[t for _, t, _ in sig_c]}", policy, ev)
+    return None
+
+
+def _extent(nbytes: int, esize: int, where: str) -> str:
+    if nbytes % esize == 0:
+        k = nbytes // esize
+        return f"{k} element{'s' if k != 1 else ''} {where}"
+    return f"{nbytes} bytes {where}"
+
+
+def _guard_read_excess(cand: dict, base: dict, spec: LaunchSpec) -> str | None:
+    """The first buffer the candidate reads farther outside of than the baseline does,
+    described ("reads outside buffer 'x' (1 element past its end)"), or None."""
+    for n in sorted(cand or {}):
+        g = cand[n]
+        b0, a0 = base.get(n, (0, 0))
+        before, past = int(g.get("before_start_bytes", 0)), int(g.get("past_end_bytes", 0))
+        if before <= b0 and past <= a0:
+            continue
+        try:
+            es = spec.param(n).elem.size
+        except Exception:  # noqa: BLE001 - an unknown buffer name: describe in bytes
+            es = 1
+        parts = []
+        if past > a0:
+            parts.append(_extent(past, es, "past its end"))
+        if before > b0:
+            parts.append(_extent(before, es, "before its start"))
+        return f"reads outside buffer {n!r} ({', '.join(parts)}; {g.get('count', 0)} loads)"
     return None
 
 
@@ -541,6 +663,9 @@ def _judge_candidate(bl: BaselineRuns, candidate_ptx: str, be: Backend, launch_t
     if early is not None:
         early.evidence["wall_seconds"] = round(time.monotonic() - t_start, 4)
         return early
+    static = _static_verdict(bl.baseline_ptx, candidate_ptx, bl.kernel, policy, ev, t_start)
+    if static is not None:
+        return static
     base_sets, bres, valid, unwritten = bl.sets, bl.results, bl.valid, bl.unwritten
     base_writes_input, slowest = bl.writes_input, bl.slowest
     outs = {b.name for b in spec.buffers if b.direction == "out"}
@@ -584,6 +709,10 @@ def _judge_candidate(bl: BaselineRuns, candidate_ptx: str, be: Backend, launch_t
         if cr.guard_damage:
             n, d = sorted(cr.guard_damage.items())[0]
             return done(REJECTED, f"the candidate writes outside buffer {n!r} on {where}: {d}")
+        gr = _guard_read_excess(cr.guard_reads, bl.guard_reads, cs.spec)
+        if gr:
+            ev["guard_reads"] = {n: dict(g) for n, g in cr.guard_reads.items()}
+            return done(REJECTED, f"the candidate {gr} where nvcc's code does not, on {where}")
         for b in cs.spec.buffers:
             et = b.elem
             if b.direction == "in" and b.name not in base_writes_input and not cr.inputs_unchanged[b.name]:

@@ -62,8 +62,10 @@ def test_uninitialised_shared_read_makes_baseline_unjudgeable():
 def test_unsupported_instruction_cannot_be_judged():
     lines = ptx("baseline").split("\n")
     k = next(i for i, line in enumerate(lines) if "mul.rn.f32" in line)
-    dst = lines[k].split()[1].rstrip(",")
-    lines[k] = f"\tex2.approx.ftz.f32 {dst}, {dst};"
+    dst, src = (w.rstrip(",;") for w in lines[k].split()[1:3])
+    # ex2 of the mul's first operand (of itself, the destination would be read unwritten,
+    # which the static def-use check rejects before the emulator is asked)
+    lines[k] = f"\tex2.approx.ftz.f32 {dst}, {src};"
     v = check(ptx("baseline"), "\n".join(lines), SPEC, backend="emulator")
     assert v.status == COULD_NOT_JUDGE and "ex2.approx.ftz.f32" in v.reason, v.summary()
 

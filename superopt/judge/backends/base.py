@@ -47,6 +47,10 @@ class RunResult:
     guard_damage: dict[str, str] = field(default_factory=dict)
     # per buffer: final contents equal the initial contents (meaningful for in/inout)
     inputs_unchanged: dict[str, bool] = field(default_factory=dict)
+    # per buffer read outside its extent (guard zones, padding): {"count": loads,
+    # "past_end_bytes": farthest byte past the end, "before_start_bytes": ...}; only
+    # backends that can see reads fill it (the emulator; on a GPU it is memcheck's job)
+    guard_reads: dict[str, dict] = field(default_factory=dict)
     elapsed: float | None = None       # kernel time in seconds (device events), if known
     error: str | None = None           # error name/message for non-ok statuses
     log: str = ""                      # JIT / compiler log, if any

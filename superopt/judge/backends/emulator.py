@@ -13,8 +13,11 @@ matches the GPU backend's), and misbehaviour comes back as a status, never an ex
 * ``launch_error``: unparsable PTX, unknown kernel, impossible launch shape.
 
 ``RunResult.elapsed`` is the emulation's wall time (not GPU time): the judge only uses it
-to scale the candidate's time limit. Shared and local memory start with random bytes on
-every launch, so a kernel reading them uninitialised gives different results per run.
+to scale the candidate's time limit. Registers, shared and local memory start with random
+bits on every launch (a fresh seed per launch), so a kernel reading them uninitialised gives
+different results per run; on the second (fourth, ...) launch of the same input set in one
+call the registers start at zero instead, so code right only for nonzero garbage fails too. ``RunResult.guard_reads`` lists, per buffer, loads that touched
+bytes outside the buffer's data (its guard zones or the padding after them).
 """
 from __future__ import annotations
 
@@ -85,7 +88,18 @@ class EmulatorBackend(Backend):
 
         results = []
         limit = float(timeout or self.default_timeout)
+        # every set's buffers are freed after it and allocated again for the next, at the
+        # same addresses where sizes allow (as cudaFree/cudaMalloc tend to): a kernel that
+        # caches results keyed on a pointer sees a known pointer with new contents
+        mark = dev.heap.top
+        seen: dict = {}
         for k, s in enumerate(input_sets):
+            dev.heap.top = mark
+            # registers start as random bits, except on every second launch of the same input
+            # set (the judge runs each set twice), where they start at zero: code that is right
+            # only while garbage is nonzero, or only while it is zero, fails one of the two
+            seen[s.index] = seen.get(s.index, 0) + 1
+            fill = "zero" if seen[s.index] % 2 == 0 else "random"
             if results and results[-1].status in ("timeout", "crash"):
                 # as on a GPU, a hang or a fault ends the run (module state is suspect)
                 results.extend(RunResult("not_run", error=f"not run after a {results[-1].status} of an earlier set")
@@ -101,7 +115,7 @@ class EmulatorBackend(Backend):
                 if dev.static_smem_aligned() + int(rs.shared_bytes) > MAX_SHARED_BYTES:
                     results.append(RunResult("launch_error", error="too much shared memory for one block"))
                     continue
-                params, allocs = [], []
+                params, allocs, watch = [], [], []
                 for p in rs.params:
                     if isinstance(p, Scalar):
                         params.append(_pack_scalar(p))
@@ -115,12 +129,15 @@ class EmulatorBackend(Backend):
                         dev.heap.write(base + g, data)
                     dev.heap.write(base + g + data.size, back)
                     allocs.append((p, base, data, g))
+                    zone_end = base + (-(-(data.size + 2 * g) // 256) * 256)
+                    watch.append((p.name, base, zone_end, base + g, base + g + data.size))
                     params.append(base + g)
                 seed = int.from_bytes(os.urandom(8), "little")
                 t0 = time.perf_counter()
                 kw = {"chunk_lanes": self.chunk_lanes} if self.chunk_lanes else {}
                 stats = dev.launch(spec.kernel, grid, block, params, shared_bytes=int(rs.shared_bytes),
-                                   timeout=limit, seed=seed, **kw)
+                                   timeout=limit, seed=seed, watch=watch, register_fill=fill, **kw)
+                r.guard_reads = stats.get("guard_reads", {})
                 r.elapsed = time.perf_counter() - t0
                 if stats.get("printf"):
                     r.log = f"{len(stats['printf'])} printf calls (not printed)"

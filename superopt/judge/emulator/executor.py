@@ -57,7 +57,10 @@ class Chunk:
         self.t_of_lane = t
         self.valid = t < T
         self.first_block = first_block
-        self.R = [np.zeros(N, dt) for dt in prog.reg_dtypes]
+        # registers start as poison (random bits, different every launch and per register
+        # and lane): a kernel whose results depend on a register nothing wrote gives
+        # different results from run to run instead of the same zeros every time
+        self.R = [launch.poison.register(N, dt, k) for k, dt in enumerate(prog.reg_dtypes)]
         self.P = [np.zeros((N, s), np.uint8) for s in prog.pslot_sizes]
         self.kblob = launch.kblob
         self.kblob_views = {w: launch.kblob.view(_UT[w]) for w in (1, 2, 4, 8)}
@@ -233,6 +236,8 @@ class Chunk:
         if sp in (".global", ".const"):
             off = a - np.uint64(M.HEAP_BASE)
             self._check(off, self.heap.top, total, "global", a)
+            if not store and self.launch.watch is not None:
+                self.launch.watch.record(off, total)
             return self.heap.views, off
         if sp == ".shared":
             off = a & np.uint64(0xFFFFFFFF) if a.dtype != np.uint64 else a
@@ -923,11 +928,27 @@ class Poison:
     """Random bytes for memory a kernel may read before writing (shared, local): a random
     pattern of a prime length, tiled, so each launch is cheap and differs with the seed."""
 
-    def __init__(self, rng, period: int = 65521):
+    def __init__(self, rng, period: int = 65521, zero_registers: bool = False):
         self.pattern = None if rng is None else rng.integers(0, 256, period, dtype=np.uint8)
+        self.zero_registers = zero_registers
 
-    def __call__(self, n: int) -> np.ndarray:
+    def __call__(self, n: int, start: int = 0) -> np.ndarray:
         if self.pattern is None:
             return np.zeros(n, np.uint8)
-        reps = -(-n // self.pattern.size)
-        return np.tile(self.pattern, reps)[:n].copy() if reps > 1 else self.pattern[:n].copy()
+        p = self.pattern.size
+        start %= p
+        if start + n <= p:
+            return self.pattern[start:start + n].copy()
+        reps = -(-(start + n) // p)
+        return np.tile(self.pattern, reps)[start:start + n].copy()
+
+    def register(self, n: int, dt, slot: int) -> np.ndarray:
+        """Initial contents of register ``slot`` for ``n`` lanes: random bits (a random
+        bool for predicates), at a per-register offset into the pattern so registers differ."""
+        dt = np.dtype(dt)
+        if self.pattern is None or self.zero_registers:
+            return np.zeros(n, dt)
+        raw = self(n * dt.itemsize, 7919 * (slot + 1))
+        if dt == np.bool_:
+            return (raw & 1).astype(bool)
+        return raw.view(dt)

@@ -243,3 +243,51 @@ def _fadd_segments(view, ix, order, starts, heads, vals, dt, ftz):
     out = np.empty(n, view.dtype)
     out[order] = olds.view(view.dtype)
     return out
+
+
+class GuardWatch:
+    """Records global loads that touch bytes outside a watched buffer's data.
+
+    Each watched buffer has a *zone* (its whole allocation: front guard, data, back guard,
+    and the alignment padding up to the next allocation) and its *data* extent. A load
+    whose bytes lie in a zone but not all inside that zone's data reads outside the buffer
+    (a guard zone, or padding): counted per buffer, with the farthest distance before the
+    start and past the end, in bytes. Writes there damage the guards and are caught by them.
+    """
+
+    def __init__(self, buffers):
+        # buffers: (name, zone_start, zone_end, data_start, data_end) as heap byte offsets
+        bs = sorted(buffers, key=lambda b: b[1])
+        self.names = [b[0] for b in bs]
+        self.zs = np.array([b[1] for b in bs], np.uint64)
+        self.ze = np.array([b[2] for b in bs], np.uint64)
+        self.ds = np.array([b[3] for b in bs], np.uint64)
+        self.de = np.array([b[4] for b in bs], np.uint64)
+        self.reads: dict = {}
+
+    def record(self, off, total: int) -> None:
+        if not len(self.names) or off.size == 0:
+            return
+        off = np.asarray(off, np.uint64)
+        lo, hi = off.min(), off.max()
+        if hi < self.zs[0] or lo >= self.ze[-1]:
+            return
+        k = np.searchsorted(self.zs, off, side="right").astype(np.int64) - 1
+        inz = k >= 0
+        kk = np.where(inz, k, 0)
+        inz &= off < self.ze[kk]
+        end = off + np.uint64(total)
+        out = inz & ((off < self.ds[kk]) | (end > self.de[kk]))
+        if not out.any():
+            return
+        for b in np.unique(kk[out]):
+            sel = out & (kk == b)
+            o, e = off[sel], end[sel]
+            r = self.reads.setdefault(self.names[int(b)], {"count": 0, "past_end_bytes": 0, "before_start_bytes": 0})
+            r["count"] += int(sel.sum())
+            past = e[e > self.de[b]]
+            if past.size:
+                r["past_end_bytes"] = max(r["past_end_bytes"], int((past - self.de[b]).max()))
+            before = o[o < self.ds[b]]
+            if before.size:
+                r["before_start_bytes"] = max(r["before_start_bytes"], int((self.ds[b] - before).max()))

@@ -44,6 +44,7 @@ class Launch:
     printf: list = field(default_factory=list)
     sreg_cache: dict = field(default_factory=dict)
     poison: object = None
+    watch: object = None              # memory.GuardWatch: loads outside watched buffers
 
 
 class LoadedModule:
@@ -228,8 +229,15 @@ class LoadedModule:
 
     def launch(self, kernel: str, grid, block, params, *, shared_bytes: int = 0,
                timeout: float | None = None, max_steps: int = 1 << 40, seed: int | None = 0,
-               chunk_lanes: int = DEFAULT_CHUNK_LANES) -> dict:
+               chunk_lanes: int = DEFAULT_CHUNK_LANES, watch=None, register_fill: str = "random") -> dict:
         """Run one kernel launch to completion; returns statistics.
+
+        Registers, shared and local memory start as random bits drawn from ``seed``
+        (zeros when ``seed`` is None); ``register_fill="zero"`` starts the registers at
+        zero instead (shared and local memory stay random). ``watch``: buffers as ``(name, zone_start, zone_end,
+        data_start, data_end)`` absolute addresses; loads touching a zone outside its data
+        are counted in ``stats["guard_reads"]`` (name -> count, farthest bytes before the
+        start / past the end).
 
         Raises Unsupported, KernelFault, UndefinedBehavior, Deadlock or RunTimeout.
         """
@@ -242,7 +250,12 @@ class LoadedModule:
         rng = np.random.default_rng(seed) if seed is not None else None
         deadline = time.monotonic() + (timeout if timeout else 1e9)
         L = Launch(grid, block, int(shared_bytes), kblob, self.heap, deadline, max_steps, rng)
-        L.poison = Poison(rng)
+        if register_fill not in ("random", "zero"):
+            raise ValueError(f"register_fill must be 'random' or 'zero', not {register_fill!r}")
+        L.poison = Poison(rng, zero_registers=register_fill == "zero")
+        if watch:
+            hb = M.HEAP_BASE
+            L.watch = M.GuardWatch([(n, zs - hb, ze - hb, ds - hb, de - hb) for n, zs, ze, ds, de in watch])
         stats: dict = {"issues": 0, "thread_instructions": 0}
         nblocks = math.prod(grid)
         T = math.prod(block)
@@ -260,6 +273,7 @@ class LoadedModule:
         stats["seconds"] = time.perf_counter() - t0
         stats["cpu_seconds"] = time.process_time() - c0
         stats["printf"] = L.printf
+        stats["guard_reads"] = dict(L.watch.reads) if L.watch is not None else {}
         return stats
 
 
