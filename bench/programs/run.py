@@ -242,7 +242,9 @@ def summarize(rec: dict) -> None:
     else:
         rec["median_ms"] = None
     checks = {r["check"] for r in runs}
-    if not rec.get("build", {}).get("ok"):
+    if rec.get("capture_failed"):
+        rec["check"] = "CAPTURE_FAILED"
+    elif not rec.get("build", {}).get("ok"):
         rec["check"] = "BUILD_FAILED" if not rec.get("skipped") else "SKIPPED"
     elif not runs:
         rec["check"] = "BUILT" if rec.get("dry_run") else "NOT_RUN"
@@ -309,13 +311,19 @@ def bench_program(name: str, args, work: Path, tools: dict) -> dict:
             crec = {"rc": c["rc"], "seconds": round(c["seconds"], 3), "timed_out": c["timed_out"],
                     "file": str(cap), "bytes": cap.stat().st_size if cap.is_file() else None}
             prog = parse_run(c)
+            try:
+                data = json.loads(cap.read_text())
+                crec["kernels_captured"] = len(data.get("kernels") or {})
+                crec["errors"] = (data.get("errors") or [])[:5]
+            except (OSError, ValueError, AttributeError):
+                crec["kernels_captured"] = None
             crec["program_check"] = prog["check"]
             crec["program_kernel_ms"] = prog["kernel_ms"]
             if c["rc"] != 0 or not cap.is_file():
                 crec["output_tail"] = tail(c["stdout"] + "\n" + c["stderr"])
             rec["capture"] = crec
             print(f"[programs] {name}: capture rc={c['rc']} ({c['seconds']:.1f} s, "
-                  f"{crec['bytes'] or 0} bytes)", flush=True)
+                  f"{crec['bytes'] or 0} bytes, {crec.get('kernels_captured')} kernels)", flush=True)
             if cap.is_file() and c["rc"] == 0:
                 env = plus_env("capture")
                 env["NVCC_PLUS_CAPTURE"] = str(cap)
@@ -326,7 +334,7 @@ def bench_program(name: str, args, work: Path, tools: dict) -> dict:
                 print(f"[programs] {name}: nvcc-plus+capture build {'ok' if b['ok'] else 'FAILED'} "
                       f"({b['seconds']:.1f} s)", flush=True)
             else:
-                rec.update(skipped="capture failed", build={"ok": False})
+                rec.update(skipped="capture failed", capture_failed=True, build={"ok": False})
 
     if not args.dry_run:
         built = [m for m in MODES if m in row["modes"] and row["modes"][m].get("build", {}).get("ok")]
@@ -442,6 +450,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scratch", type=Path, help="build folder (default a new temporary folder, kept)")
     ap.add_argument("--nvcc", help="the real nvcc (default NVCC_PLUS_REAL_NVCC, else nvcc on PATH)")
     ap.add_argument("--nvcc-plus", dest="nvcc_plus", help="the nvcc-plus command (default: the console script)")
+    ap.add_argument("--superopt", help="the superopt command, for `superopt capture` (default: the console script)")
     ap.add_argument("--build-system", choices=("make", "cmake"), default="make",
                     help="cmake: build the programs that have a CMakeLists.txt with CMake (default make)")
     ap.add_argument("--build-timeout", type=float, default=900.0, help="seconds per build (default 900)")
@@ -475,7 +484,7 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     tools = {"nvcc": real_nvcc(args.nvcc),
              "nvcc_plus": args.nvcc_plus or _script(work / "bin", "nvcc-plus", "nvcc_plus")}
-    sup = _script(work / "bin", "superopt", "superopt")
+    sup = args.superopt or _script(work / "bin", "superopt", "superopt")
     tools["superopt"] = [sup]
     print(f"[programs] scratch {work}; nvcc {tools['nvcc']}; nvcc-plus {tools['nvcc_plus']}; superopt {sup}",
           flush=True)
