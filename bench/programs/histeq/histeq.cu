@@ -14,7 +14,7 @@
 #define BINS 256
 #define HIST_THREADS 256
 #define HIST_BLOCKS 1056
-#define ITERS_PER_REP 6
+#define ITERS_PER_REP 10
 #define NUM_REPS 12
 
 #define CUDA_CHECK(call)                                                              \

@@ -14,7 +14,7 @@
 #define GRID_COLS 4096
 #define BLOCK_X 32
 #define BLOCK_Y 8
-#define STEPS_PER_REP 40
+#define STEPS_PER_REP 80
 #define CHECK_STEPS 3
 #define NUM_REPS 12
 

@@ -11,7 +11,7 @@
 
 #define NUM_BODIES 32768
 #define BLOCK_SIZE 256
-#define STEPS_PER_REP 3
+#define STEPS_PER_REP 4
 #define NUM_REPS 10
 #define CHECK_SAMPLES 512
 
