@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -21,7 +22,9 @@ from superopt.judge.ptxas import ptxas_version
 from superopt.model.proposer import model_identity, search_with_model
 from superopt.judge import BackendJudge, Judge
 from superopt.search.loop import SearchOptions
-from superopt.store.record import Status
+from superopt.store.record import Fate, Status
+from superopt.specs.capture.format import CaptureError
+from superopt.specs.sources import SpecChoice, candidates_in_order, load_configured_capture
 
 
 @dataclass
@@ -121,6 +124,14 @@ def optimize_module(ptx: str, *, target: str | None = None, source: str | None =
     lock = Lockfile(lock_path) if lock_path else None
     write_lock = os.environ.get("NVCC_PLUS_LOCK") == "write"
 
+    deadline = (config or {}).get("deadline")
+    timed_out: list[str] = []
+    capture = None
+    try:
+        capture = load_configured_capture(config)
+    except (CaptureError, OSError, ValueError) as exc:
+        messages.append(f"capture not used: {exc}")
+
     result_module = module
     changed = False
     for fn in module.kernels:
@@ -133,8 +144,14 @@ def optimize_module(ptx: str, *, target: str | None = None, source: str | None =
                                  tool=tool, policy=options.policy, passes=pass_names)
         stored = (lock.get(lock_key) if lock else None)
         origin = "locked"
+        if stored is not None and capture is not None and stored.get("spec_origin") != "captured" \
+                and _can_time(judge, options):
+            stored = None                # searched at guessed sizes before: search again at the captured ones
         if stored is None:
             stored, origin = cache.get(cache_key), "cached"
+        if stored is None and capture is not None:
+            stored = _captured_cache_entry(cache, module, fn.name, source, config, capture, kernel_text,
+                                           globals_text, target, tool, options, pass_names)
         if stored is not None:
             applied = _apply_stored(result_module, fn.name, stored, origin, records, messages)
             if applied is not None:
@@ -151,25 +168,50 @@ def optimize_module(ptx: str, *, target: str | None = None, source: str | None =
                           "(NVCC_PLUS_NO_GPU=estimate searches with the emulator and a static estimate)",
                 "candidates": [], "notes": []})
             continue
-        specs, origin_or_reason = (spec_for(module, fn.name) if spec_for
-                                   else find_spec(module, fn.name, source=source, config=config))
-        kernel_options = options
-        if specs and str(origin_or_reason).startswith(("toml", "comment", "file")):
-            # An explicit spec is the user's launch contract: occupancy knobs may rely on it.
-            biggest = max((s.block for s in specs), key=lambda b: b[0] * b[1] * b[2])
-            kernel_options = replace(options, extra_params={**options.extra_params,
-                                                           "occupancy": {"block": tuple(biggest)}})
-        # The model proposer adds candidates when a model is configured; otherwise this is
-        # exactly the rule search.
-        result = search_with_model(module, fn.name, specs, target=target, options=kernel_options, judge=judge)
-        kr = result.record
-        if not specs:
-            kr["reason"] = f"not verifiable: {origin_or_reason}"
+        left = _time_left(deadline)
+        if left is not None and left < MIN_SEARCH_S:
+            timed_out.append(fn.name)
+            records["kernels"].append({
+                "kernel": fn.name, "signature": fn.signature, "status": Status.KEPT_BASELINE, "decision": None,
+                "reason": "not searched: the optimizer's time limit (NVCC_PLUS_TIMEOUT / build budget) was reached",
+                "candidates": [], "notes": []})
+            continue
+        choices, share, skip, notes, why_none = _spec_choices(module, fn.name, source, config, capture,
+                                                              options, spec_for)
+        if skip:
+            records["kernels"].append({
+                "kernel": fn.name, "signature": fn.signature, "status": Status.KEPT_BASELINE, "decision": None,
+                "reason": skip, "capture_share": share, "candidates": [], "notes": notes})
+            continue
+        kr, result, chosen = None, None, None
+        tried: list[str] = []
+        for choice in choices or [None]:
+            specs = choice.specs if choice else None
+            kernel_options = _kernel_options(options, choice, deadline)
+            # The model proposer adds candidates when a model is configured; otherwise this is
+            # exactly the rule search.
+            result = search_with_model(module, fn.name, specs, target=target, options=kernel_options, judge=judge)
+            kr, chosen = result.record, choice
+            unjudged = _baseline_unjudgeable(kr)
+            if result.winner is not None or not unjudged or choice is choices[-1]:
+                break
+            tried.append(f"specs from {choice.origin} could not be judged ({unjudged}); tried the next source")
+        if chosen is None:
+            kr["reason"] = f"not verifiable: {why_none}"
         else:
-            kr["spec_origin"] = origin_or_reason
+            kr["spec_origin"] = chosen.origin
+        if share is not None:
+            kr["capture_share"] = share
+        kr.setdefault("notes", [])
+        kr["notes"] = list(kr["notes"]) + notes + tried + (chosen.notes if chosen else [])
+        if chosen is not None and chosen.origin == "captured":
+            # A decision made at the program's real launches must not be shadowed by one made
+            # at guessed sizes: captured specs are part of the cache key.
+            cache_key = decision_key(kernel_text=kernel_text, globals_text=globals_text, target=target,
+                                     tool=f"{tool} spec={chosen.key}", policy=options.policy, passes=pass_names)
         records["kernels"].append(kr)
         decision = {"kernel": fn.name, "plan": [], "ptx_hash": None, "status": kr["status"],
-                    "decision": kr.get("decision")}
+                    "decision": kr.get("decision"), "spec_origin": kr.get("spec_origin")}
         if result.winner is not None:
             new_module, _ = apply_plan(result_module, fn.name, result.winner.plan)
             result_module = new_module
@@ -182,8 +224,73 @@ def optimize_module(ptx: str, *, target: str | None = None, source: str | None =
             if write_lock:
                 target_lock = lock or Lockfile(Path(lock_path or (Path.cwd() / "nvcc-plus.lock")))
                 target_lock.record(lock_key, decision)
+    if timed_out:
+        messages.append(f"time limit reached: {len(timed_out)} kernel(s) not searched, nvcc's code kept "
+                        f"({', '.join(timed_out[:3])}{', ...' if len(timed_out) > 3 else ''})")
     text = ptx_ir.emit(result_module, faithful=True) if changed else ptx
     return ModuleResult(text, changed, records, messages)
+
+
+MIN_SEARCH_S = 2.0          # a search given less time than this is not started
+
+
+def _time_left(deadline) -> float | None:
+    return None if deadline is None else float(deadline) - time.time()
+
+
+def _can_time(judge, options) -> bool:
+    if judge is not None:
+        return judge.can_time
+    return options.backend == "gpu" or (options.backend == "auto" and BackendJudge.gpu_usable()[0])
+
+
+def _kernel_options(options: SearchOptions, choice, deadline) -> SearchOptions:
+    out = options
+    if choice is not None and str(choice.origin).startswith(("toml", "comment", "file", "captured")):
+        # An explicit or captured spec is the program's launch contract: occupancy knobs may
+        # rely on its block.
+        biggest = max((s.block for s in choice.specs), key=lambda b: b[0] * b[1] * b[2])
+        out = replace(out, extra_params={**out.extra_params, "occupancy": {"block": tuple(biggest)}})
+    left = _time_left(deadline)
+    if left is not None:
+        out = replace(out, budget_s=max(0.0, min(out.budget_s, left - MIN_SEARCH_S)))
+    return out
+
+
+def _spec_choices(module, kernel, source, config, capture, options, spec_for):
+    """(choices in order, capture share, reason to skip, notes, reason when there is none)."""
+    if spec_for is not None:
+        specs, origin_or_reason = spec_for(module, kernel)
+        if not specs:
+            return [], None, None, [], origin_or_reason
+        return [SpecChoice(list(specs), origin_or_reason)], None, None, [], None
+    found = candidates_in_order(module, kernel, source=source, config=config, capture=capture,
+                                search_minor=bool((config or {}).get("search_minor")))
+    return found.choices, found.share, found.skip, list(found.notes), found.reason
+
+
+def _baseline_unjudgeable(kr: dict) -> str | None:
+    """The reason when nvcc's own code could not be judged with the specs (every candidate
+    that reached the check was not judged), else None."""
+    judged = (Fate.NOT_JUDGED, Fate.REJECTED_CHECK, Fate.VERIFIED, Fate.FASTER, Fate.NOT_FASTER,
+              Fate.NOT_CONFIRMED, Fate.NOT_TIMED, Fate.WINNER, Fate.ESTIMATE_WINNER)
+    fates = [c for c in kr.get("candidates", []) if c.get("fate") in judged]
+    if fates and all(c.get("fate") == Fate.NOT_JUDGED for c in fates):
+        return fates[0].get("reason") or "not judged"
+    return None
+
+
+def _captured_cache_entry(cache, module, kernel, source, config, capture, kernel_text, globals_text,
+                          target, tool, options, pass_names):
+    try:
+        found = candidates_in_order(module, kernel, source=source, config=config, capture=capture)
+    except Exception:  # noqa: BLE001 - no cached entry then; the search reports the problem
+        return None
+    if not found.choices or found.choices[0].origin != "captured":
+        return None
+    key = decision_key(kernel_text=kernel_text, globals_text=globals_text, target=target,
+                       tool=f"{tool} spec={found.choices[0].key}", policy=options.policy, passes=pass_names)
+    return cache.get(key)
 
 
 def _apply_stored(module, kernel: str, stored: dict, origin: str, records: dict, messages: list[str]):

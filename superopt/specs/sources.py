@@ -21,12 +21,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from superopt.specs.capture.format import MINOR_SHARE, CaptureError, load_capture
 
 CAPTURE_ENV = "NVCC_PLUS_CAPTURE"
+INFERENCE_CAP_S = 10.0      # spec inference per kernel (a hard stop inside the tracer)
 
 
 @dataclass
@@ -121,7 +123,10 @@ def _explicit_or_inferred(module, kernel: str, *, source: str | None,
         except OSError:
             source_text = None
     cfg = {k: v for k, v in (config or {}).items() if k != "deadline"}
-    result = inference.infer_specs(module, kernel, source_text=source_text, config=cfg)
+    cap = INFERENCE_CAP_S
+    if (config or {}).get("deadline") is not None:
+        cap = max(0.5, min(cap, float(config["deadline"]) - time.time()))
+    result = inference.infer_specs(module, kernel, source_text=source_text, config=cfg, deadline_s=cap)
     specs = getattr(result, "specs", None)
     if specs:
         return SpecChoice(list(specs), getattr(result, "origin", None) or "inferred",
