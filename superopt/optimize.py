@@ -187,7 +187,7 @@ def optimize_module(ptx: str, *, target: str | None = None, source: str | None =
         tried: list[str] = []
         for choice in choices or [None]:
             specs = choice.specs if choice else None
-            kernel_options = _kernel_options(options, choice, deadline)
+            kernel_options = _kernel_options(options, choice, deadline, share)
             # The model proposer adds candidates when a model is configured; otherwise this is
             # exactly the rule search.
             result = search_with_model(module, fn.name, specs, target=target, options=kernel_options, judge=judge)
@@ -244,8 +244,14 @@ def _can_time(judge, options) -> bool:
     return options.backend == "gpu" or (options.backend == "auto" and BackendJudge.gpu_usable()[0])
 
 
-def _kernel_options(options: SearchOptions, choice, deadline) -> SearchOptions:
+MAJOR_SHARE = 0.05          # a captured kernel with this share of GPU time gets twice the budget
+
+
+def _kernel_options(options: SearchOptions, choice, deadline, share=None) -> SearchOptions:
     out = options
+    if share is not None and share >= MAJOR_SHARE:
+        # Where the program spends its time is where the search spends its own.
+        out = replace(out, budget_s=2 * out.budget_s)
     if choice is not None and str(choice.origin).startswith(("toml", "comment", "file", "captured")):
         # An explicit or captured spec is the program's launch contract: occupancy knobs may
         # rely on its block.
