@@ -62,7 +62,8 @@ __global__ void build_lut(const unsigned int *hist, size_t n, unsigned char *lut
     cdf_min = m;
   }
   __syncthreads();
-  unsigned long long num = (unsigned long long)(cdf[cur][t] - cdf_min) * 255ull;
+  // bins below the first occupied one map to 0 (their cdf is below cdf_min)
+  unsigned long long num = cdf[cur][t] >= cdf_min ? (unsigned long long)(cdf[cur][t] - cdf_min) * 255ull : 0ull;
   unsigned long long den = (unsigned long long)(n - cdf_min);
   unsigned long long v = den ? (num + den / 2) / den : 0ull;
   lut[t] = (unsigned char)(v > 255ull ? 255ull : v);
@@ -144,7 +145,7 @@ int main() {
   for (int b = 0; b < BINS; ++b) { cdf += c_hist[b]; c_cdf[b] = cdf; if (!cdf_min && cdf) cdf_min = cdf; }
   size_t bad = 0;
   for (int b = 0; b < BINS; ++b) {
-    unsigned long long num = (c_cdf[b] - cdf_min) * 255ull, den = n - cdf_min;
+    unsigned long long num = c_cdf[b] >= cdf_min ? (c_cdf[b] - cdf_min) * 255ull : 0ull, den = n - cdf_min;
     unsigned long long v = den ? (num + den / 2) / den : 0ull;
     c_lut[b] = (unsigned char)(v > 255ull ? 255ull : v);
     if (g_hist[b] != c_hist[b] || g_lut[b] != c_lut[b]) ++bad;
