@@ -26,16 +26,38 @@ def verify_files(baseline: str, candidate: str, kernel: str, spec_file: str | No
     def cnj(reason: str) -> Verdict:
         return Verdict(status=COULD_NOT_JUDGE, reason=reason, policy=str(pol))
 
-    try:
-        with open(baseline) as f:
-            base_ptx = f.read()
-        with open(candidate) as f:
-            cand_ptx = f.read()
-    except OSError as e:
-        return cnj(f"cannot read PTX: {e}")
+    if sets < 1:
+        return cnj(f"--sets must be at least 1, not {sets}")
+    texts = []
+    for path in (baseline, candidate):
+        try:
+            with open(path, encoding="utf-8") as f:
+                texts.append(f.read())
+        except (OSError, UnicodeDecodeError) as e:
+            return cnj(f"cannot read PTX {path}: {e}")
+    base_ptx, cand_ptx = texts
+    import ptx_ir
+    modules = []
+    for path, text in ((baseline, base_ptx), (candidate, cand_ptx)):
+        try:
+            modules.append(ptx_ir.parse(text))
+        except Exception as e:  # noqa: BLE001 - any parse failure is "cannot judge", never a traceback
+            return cnj(f"{path} is not PTX that can be parsed: {type(e).__name__}: {str(e)[:200]}")
     if spec_file is None:
-        return cnj(f"no launch spec for {kernel!r}: give --spec FILE (TOML or JSON); "
-                   "kernels without a spec are not verifiable")
+        # As the optimizer does: explicit specs are not at hand, so infer one from the baseline.
+        from superopt.specs.inference import infer_specs
+        result = infer_specs(modules[0], kernel)
+        if not result.specs:
+            return cnj(f"no launch spec for {kernel!r}: inference says: {result.reason}; "
+                       f"give --spec FILE (TOML or JSON)")
+        verdicts = [check(base_ptx, cand_ptx, s, backend=backend, policy=pol, sets=sets, seed=seed,
+                          launch_timeout=timeout) for s in result.specs]
+        worst = next((v for v in verdicts if v.status != "accepted"), verdicts[0])
+        worst.evidence.setdefault("notes", []).append(
+            f"spec inferred from the baseline ({len(result.specs)} launch shape(s): "
+            + "; ".join(f"grid {s.grid} block {s.block}" for s in result.specs) + ")")
+        worst.evidence["spec_origin"] = "inferred"
+        return worst
     try:
         spec = load_spec(spec_file, kernel=kernel)
     except SpecError as e:
@@ -57,11 +79,13 @@ def verify_files(baseline: str, candidate: str, kernel: str, spec_file: str | No
 @click.argument("baseline", type=click.Path(dir_okay=False))
 @click.argument("candidate", type=click.Path(dir_okay=False))
 @click.option("--kernel", required=True, help="Kernel (.entry) name; a unique substring of the mangled name works.")
-@click.option("--spec", "spec_file", type=click.Path(dir_okay=False), help="Launch spec (TOML or JSON).")
+@click.option("--spec", "spec_file", type=click.Path(dir_okay=False),
+              help="Launch spec (TOML or JSON); without it the spec is inferred from BASELINE, as the optimizer does.")
 @click.option("--backend", default="gpu", show_default=True, help="gpu | emulator")
 @click.option("--policy", default="exact", show_default=True,
               help="exact (bit-identical, NaN==NaN) | ulp:N | rel:X (opt-in tolerance, float buffers only)")
-@click.option("--sets", default=4, show_default=True, help="Input sets (each launched twice per kernel).")
+@click.option("--sets", default=4, show_default=True, type=click.IntRange(min=1),
+              help="Input sets (each launched twice per kernel); at least 1.")
 @click.option("--seed", type=int, default=None, help="Master seed (default: fresh from os.urandom).")
 @click.option("--timeout", type=float, default=None, help="Seconds per launch (default: 10 for the baseline, "
               "max(2, 50x baseline) for the candidate).")
