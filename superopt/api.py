@@ -51,7 +51,14 @@ def optimize_ptx(ptx: str, *, mode: str = "optimize", source: str | None = None,
     from superopt.optimize import optimize_module
 
     result = optimize_module(ptx, target=target, source=source, config=config)
-    saved = _save_records(result.records, source)
+    try:
+        saved = _save_records(result.records, source)
+    except OSError as exc:
+        # A record that cannot be written must not discard the decision (the rewrite is
+        # verified and measured); say where and why.
+        saved = None
+        result.messages.append(f"records not written to {exc.filename or 'NVCC_PLUS_REPORT_DIR'}: "
+                               f"{exc.strerror or exc}")
     # Unchanged modules go back byte for byte as nvcc made them (a -G build embeds the PTX
     # text in the cubin, so even whitespace would show).
     return OptimizeOutcome(ptx=result.ptx if result.changed else ptx, changed=result.changed,

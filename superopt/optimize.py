@@ -61,10 +61,14 @@ def options_from_config(config: dict | None) -> SearchOptions:
     opts = SearchOptions()
     budget = cfg.get("budget", env.get("NVCC_PLUS_BUDGET"))
     if budget is not None:
-        opts.budget_s = float(budget)
+        try:
+            opts.budget_s = float(budget)
+        except (TypeError, ValueError):
+            raise SettingError(f"budget (NVCC_PLUS_BUDGET) must be a number of seconds, not {budget!r}") from None
     opts.policy = str(cfg.get("policy", env.get("NVCC_PLUS_POLICY", opts.policy)))
     opts.backend = str(cfg.get("backend", env.get("NVCC_PLUS_BACKEND", opts.backend)))
     opts.no_gpu = str(cfg.get("no_gpu", env.get("NVCC_PLUS_NO_GPU", opts.no_gpu)))
+    _validate(opts)
     sanitize = cfg.get("sanitize", env.get("NVCC_PLUS_SANITIZE"))
     if sanitize is not None:
         items = sanitize if isinstance(sanitize, list) else str(sanitize).split(",")
@@ -78,6 +82,25 @@ def options_from_config(config: dict | None) -> SearchOptions:
     if passes:
         opts.passes = passes if isinstance(passes, list) else [p.strip() for p in str(passes).split(",") if p.strip()]
     return opts
+
+
+class SettingError(ValueError):
+    """A setting with a value nvcc-plus does not know; the message names the setting."""
+
+
+def _validate(opts: SearchOptions) -> None:
+    import math
+    from superopt.judge.check import Policy
+    if not (math.isfinite(opts.budget_s) and opts.budget_s >= 0):
+        raise SettingError(f"budget (NVCC_PLUS_BUDGET) must be a number of seconds >= 0, not {opts.budget_s}")
+    if opts.backend not in ("auto", "gpu", "emulator"):
+        raise SettingError(f"backend (NVCC_PLUS_BACKEND) must be auto, gpu or emulator, not {opts.backend!r}")
+    if opts.no_gpu not in ("locked", "estimate"):
+        raise SettingError(f"no_gpu (NVCC_PLUS_NO_GPU) must be locked or estimate, not {opts.no_gpu!r}")
+    try:
+        Policy.parse(opts.policy)
+    except ValueError as exc:
+        raise SettingError(f"policy (NVCC_PLUS_POLICY) {opts.policy!r}: {exc}") from None
 
 
 def find_spec(module, kernel: str, *, source: str | None, config: dict | None) -> tuple[list | None, str]:
@@ -153,7 +176,8 @@ def optimize_module(ptx: str, *, target: str | None = None, source: str | None =
             stored = _captured_cache_entry(cache, module, fn.name, source, config, capture, kernel_text,
                                            globals_text, target, tool, options, pass_names)
         if stored is not None:
-            applied = _apply_stored(result_module, fn.name, stored, origin, records, messages)
+            applied = _apply_stored(result_module, fn.name, stored, origin, records, messages,
+                                    _recheck_stored(options, source, config, capture, judge))
             if applied is not None:
                 result_module, did_change = applied
                 changed |= did_change
@@ -219,8 +243,11 @@ def optimize_module(ptx: str, *, target: str | None = None, source: str | None =
             decision["plan"] = [s.to_dict() for s in result.winner.plan]
             decision["ptx_hash"] = text_hash(ptx_ir.printer.emit_function(new_module.function(fn.name)))
         if kr["status"] in (Status.OPTIMIZED, Status.KEPT_BASELINE) and kr.get("decision") != "estimate" \
-                and judge.can_time:
-            cache.put(cache_key, decision)
+                and judge.can_time and _measured(kr):
+            try:
+                cache.put(cache_key, decision)
+            except OSError as exc:
+                messages.append(f"decision not cached ({exc.filename or cache.root}: {exc.strerror or exc})")
             if write_lock:
                 target_lock = lock or Lockfile(Path(lock_path or (Path.cwd() / "nvcc-plus.lock")))
                 target_lock.record(lock_key, decision)
@@ -229,6 +256,17 @@ def optimize_module(ptx: str, *, target: str | None = None, source: str | None =
                         f"({', '.join(timed_out[:3])}{', ...' if len(timed_out) > 3 else ''})")
     text = ptx_ir.emit(result_module, faithful=True) if changed else ptx
     return ModuleResult(text, changed, records, messages)
+
+
+def _measured(kr: dict) -> bool:
+    """A decision worth storing: something was measured, or nothing was left unjudged (a
+    GPU that failed under every candidate must not leave "keep nvcc's code" for good)."""
+    if kr["status"] == Status.OPTIMIZED:
+        return True
+    fates = {c.get("fate") for c in kr.get("candidates", [])}
+    if fates & {Fate.FASTER, Fate.NOT_FASTER, Fate.NOT_CONFIRMED, Fate.WINNER}:
+        return True
+    return not fates & {Fate.NOT_JUDGED, Fate.ERROR, Fate.SKIPPED_BUDGET, Fate.NOT_TIMED}
 
 
 MIN_SEARCH_S = 2.0          # a search given less time than this is not started
@@ -299,8 +337,19 @@ def _captured_cache_entry(cache, module, kernel, source, config, capture, kernel
     return cache.get(key)
 
 
-def _apply_stored(module, kernel: str, stored: dict, origin: str, records: dict, messages: list[str]):
-    plan = [Step.from_dict(s) for s in stored.get("plan", [])]
+# Steps whose parameters carry code (a model's function body): a lockfile or cache entry is
+# data anyone could have written, so such a step is applied only after the judge accepts
+# the result against nvcc's code here.
+UNTRUSTED_PASSES = ("model-rewrite",)
+
+
+def _apply_stored(module, kernel: str, stored: dict, origin: str, records: dict, messages: list[str],
+                  recheck=None):
+    try:
+        plan = [Step.from_dict(s) for s in stored.get("plan", [])]
+    except (KeyError, TypeError, AttributeError) as exc:
+        messages.append(f"{kernel}: {origin} decision is malformed ({exc!r}); searching again")
+        return None
     kr = {"kernel": kernel, "status": origin, "decision": origin, "plan": stored.get("plan", []),
           "reason": f"{origin} decision applied", "candidates": [], "notes": []}
     if not plan:
@@ -317,5 +366,33 @@ def _apply_stored(module, kernel: str, stored: dict, origin: str, records: dict,
         messages.append(f"{kernel}: {origin} decision gives different PTX than recorded "
                         f"({got} != {stored['ptx_hash']}); searching again")
         return None
+    if any(s.pass_name in UNTRUSTED_PASSES for s in plan):
+        verdict = recheck(module, new_module, kernel) if recheck else "no judge available"
+        if verdict != "accepted":
+            messages.append(f"{kernel}: {origin} decision carries code ({', '.join(UNTRUSTED_PASSES)}) that "
+                            f"could not be re-checked against nvcc's code here ({verdict}); not applied")
+            kr.update(status=Status.KEPT_BASELINE, decision=None,
+                      reason=f"{origin} decision not applied: its code was not re-checked ({verdict})")
+            records["kernels"].append(kr)
+            return module, False
+        kr["notes"].append(f"{origin} code re-checked against nvcc's code: accepted")
     records["kernels"].append(kr)
     return new_module, True
+
+
+def _recheck_stored(options: SearchOptions, source, config, capture, judge):
+    """Judge a stored rewrite against nvcc's code with whatever can judge here (the GPU, else
+    the emulator); returns "accepted" or why not."""
+    def recheck(module, new_module, kernel) -> str:
+        found = candidates_in_order(module, kernel, source=source, config=config, capture=capture)
+        if not found.choices:
+            return f"no launch spec: {found.reason}"
+        j = judge if judge is not None else BackendJudge(options.backend, options.policy, options.check_sets,
+                                                         options.timing_reps)
+        base, cand = ptx_ir.emit(module), ptx_ir.emit(new_module)
+        for spec in found.choices[-1].specs:          # the small shapes (inferred or explicit)
+            v = j.verify(base, cand, spec, fresh=True)
+            if v.status != "accepted":
+                return f"{v.status}: {v.reason}"
+        return "accepted"
+    return recheck

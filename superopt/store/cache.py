@@ -58,13 +58,24 @@ class DecisionCache:
         return self.root / "decisions" / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> dict | None:
+        """The stored decision, or None. A corrupt entry (not JSON, not an object, a folder
+        in its place, unreadable) is treated as absent: the kernel is searched again and the
+        new decision replaces it."""
         try:
-            return json.loads(self._path(key).read_text())
-        except (FileNotFoundError, json.JSONDecodeError):
+            data = json.loads(self._path(key).read_text())
+        except (OSError, UnicodeDecodeError, ValueError):
             return None
+        if not isinstance(data, dict) or not isinstance(data.get("plan", []), list):
+            return None
+        return data
 
     def put(self, key: str, decision: dict) -> None:
-        atomic_write_text(self._path(key), json.dumps(decision, indent=1, sort_keys=True))
+        """Store a decision; an I/O error names the file (OSError) and leaves the build alone."""
+        path = self._path(key)
+        if path.is_dir():
+            import shutil
+            shutil.rmtree(path, ignore_errors=True)
+        atomic_write_text(path, json.dumps(decision, indent=1, sort_keys=True))
 
     def entries(self) -> list[Path]:
         return sorted((self.root / "decisions").glob("*/*.json"))

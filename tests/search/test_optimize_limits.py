@@ -50,3 +50,40 @@ def test_unreadable_capture_is_named_and_ignored(tmp_path, monkeypatch):
     monkeypatch.setenv("NVCC_PLUS_CAPTURE", str(tmp_path / "nope.json"))
     res = optimize_module(K_PTX, config={**EMU, "deadline": time.time() - 1})
     assert any("capture not used" in m and "nope.json" in m for m in res.messages)
+
+
+def test_bad_settings_are_named():
+    import pytest
+
+    from superopt.optimize import SettingError, options_from_config
+    for cfg, word in [({"backend": "quantum"}, "backend"), ({"no_gpu": "bogus"}, "no_gpu"),
+                      ({"policy": "ulp:abc"}, "policy"), ({"budget": "nan"}, "budget"),
+                      ({"budget": "soon"}, "budget")]:
+        with pytest.raises(SettingError, match=word):
+            options_from_config(cfg)
+
+
+def test_corrupt_cache_entries_are_ignored_and_replaced(tmp_path):
+    from superopt.store.cache import DecisionCache
+    cache = DecisionCache(tmp_path)
+    key = "ab" + "0" * 62
+    path = cache._path(key)
+    path.parent.mkdir(parents=True)
+    for bad in (b"\x00\xff binary", b"[1, 2]", b'{"plan": 3}'):
+        path.write_bytes(bad)
+        assert cache.get(key) is None
+    path.unlink()
+    path.mkdir()                                   # a folder in its place
+    assert cache.get(key) is None
+    cache.put(key, {"kernel": "k", "plan": []})
+    assert cache.get(key) == {"kernel": "k", "plan": []}
+
+
+def test_unwritable_report_dir_keeps_the_result(tmp_path, monkeypatch):
+    from superopt.api import optimize_ptx
+    ro = tmp_path / "ro"
+    ro.write_text("a file where a folder should be")
+    monkeypatch.setenv("NVCC_PLUS_REPORT_DIR", str(ro / "sub"))
+    monkeypatch.setenv("NVCC_PLUS_CACHE_DIR", str(tmp_path / "c"))
+    out = optimize_ptx(K_PTX, mode="optimize", config={**EMU, "deadline": time.time() - 1})
+    assert out.ptx == K_PTX and any("records not written" in m for m in out.messages)

@@ -1,0 +1,49 @@
+"""Lockfile and cache entries are data (issue 12.5): a stored step that carries code (a
+model's function body) is applied only after the judge accepts it against nvcc's code."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import ptx_ir
+from superopt.optimize import _globals_text, optimize_module
+from superopt.passes import registry
+from superopt.store.cache import decision_key
+
+CHEATS = Path(__file__).resolve().parents[1] / "judge" / "cheats"
+SAXPY = "_Z5saxpyifPKfPf"
+CFG = {"backend": "emulator", "no_gpu": "estimate", "budget": 2, "passes": ["cache_hints"]}
+
+
+def _lock_entry(tmp_path, variant: str) -> Path:
+    base = (CHEATS / "saxpy.ptx").read_text()
+    module = ptx_ir.parse(base)
+    fn = module.function(SAXPY)
+    body = ptx_ir.printer.emit_function(ptx_ir.parse((CHEATS / "variants" / f"{variant}.ptx").read_text())
+                                        .function(SAXPY))
+    key = decision_key(kernel_text=ptx_ir.printer.emit_function(fn), globals_text=_globals_text(module),
+                       target=module.target[0], tool="", policy="exact", passes=CFG["passes"])
+    lock = tmp_path / "nvcc-plus.lock"
+    lock.write_text(json.dumps({"version": 1, "decisions": {key: {
+        "kernel": SAXPY, "plan": [{"pass": "model-rewrite", "params": {"function": body}}],
+        "ptx_hash": None, "status": "optimized", "decision": "measured"}}}))
+    return lock
+
+
+def test_tampered_model_rewrite_in_lockfile_is_rejected(tmp_path, monkeypatch):
+    assert "model-rewrite" in registry()
+    monkeypatch.setenv("NVCC_PLUS_LOCKFILE", str(_lock_entry(tmp_path, "saxpy_const_a")))
+    monkeypatch.setenv("NVCC_PLUS_CACHE_DIR", str(tmp_path / "cache"))
+    base = (CHEATS / "saxpy.ptx").read_text()
+    res = optimize_module(base, config=dict(CFG))
+    assert res.ptx == base or not res.changed
+    (line,) = [m for m in res.messages if "carries code" in m]
+    assert "not applied" in line and "rejected" in line
+
+
+def test_honest_model_rewrite_in_lockfile_is_applied_after_the_check(tmp_path, monkeypatch):
+    monkeypatch.setenv("NVCC_PLUS_LOCKFILE", str(_lock_entry(tmp_path, "saxpy_eq_commute")))
+    monkeypatch.setenv("NVCC_PLUS_CACHE_DIR", str(tmp_path / "cache"))
+    res = optimize_module((CHEATS / "saxpy.ptx").read_text(), config=dict(CFG))
+    (k,) = res.records["kernels"]
+    assert k["status"] == "locked" and any("re-checked" in n for n in k["notes"]), k
