@@ -35,3 +35,14 @@ def test_unreadable_inputs_exit_2_without_traceback(tmp_path):
 def test_sets_must_be_positive():
     r = run(CHEATS / "saxpy.ptx", CHEATS / "saxpy.ptx", "--kernel", "saxpy", "--sets", "0")
     assert r.exit_code == 2 and "ACCEPTED" not in r.output
+
+
+def test_spec_too_large_for_the_emulator_is_refused_quickly(tmp_path, monkeypatch):
+    import time
+    monkeypatch.setenv("NVCC_PLUS_EMULATOR_MAX_MB", "1")
+    spec = tmp_path / "big.toml"
+    spec.write_text((CHEATS / "saxpy.toml").read_text().replace("100000", "1000000"))
+    t0 = time.monotonic()
+    r = run(CHEATS / "saxpy.ptx", CHEATS / "saxpy.ptx", "--kernel", "saxpy", "--spec", spec)
+    assert r.exit_code == 2 and "too large for the emulator" in r.output
+    assert time.monotonic() - t0 < 20

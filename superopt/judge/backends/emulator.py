@@ -43,6 +43,32 @@ def _pack_scalar(p) -> bytes:
     return np.array([p.value], dtype=et.dtype).tobytes()
 
 
+def _cap(var: str, default: int) -> int:
+    try:
+        return max(1, int(float(os.environ.get(var, default))))
+    except ValueError:
+        return default
+
+
+def _over_caps(input_sets: list) -> str | None:
+    """Why these sets are too large for the emulator (memory and time grow with both), or
+    None. Caps: NVCC_PLUS_EMULATOR_MAX_MB of buffers per set (default 256) and
+    NVCC_PLUS_EMULATOR_MAX_THREADS per launch (default 4M). A larger spec is refused with
+    this reason, not run for minutes (an explicit n = 50M once took 99 s and 7.3 GB)."""
+    max_bytes = _cap("NVCC_PLUS_EMULATOR_MAX_MB", 256) << 20
+    max_threads = _cap("NVCC_PLUS_EMULATOR_MAX_THREADS", 4 << 20)
+    for s in input_sets:
+        nbytes = sum(int(getattr(a, "nbytes", 0)) for a in s.data.values())
+        threads = math.prod(int(g) for g in s.spec.grid) * math.prod(int(b) for b in s.spec.block)
+        if nbytes > max_bytes:
+            return (f"too large for the emulator: {nbytes / 2**20:.0f} MB of buffers in {s.label} "
+                    f"(cap NVCC_PLUS_EMULATOR_MAX_MB={max_bytes >> 20}); judge it on a GPU or with a smaller spec")
+        if threads > max_threads:
+            return (f"too large for the emulator: {threads} threads in {s.label} "
+                    f"(cap NVCC_PLUS_EMULATOR_MAX_THREADS={max_threads}); judge it on a GPU or with a smaller spec")
+    return None
+
+
 class EmulatorBackend(Backend):
     name = "emulator"
 
@@ -67,6 +93,9 @@ class EmulatorBackend(Backend):
         from superopt.specs.launch_spec import Buffer, Scalar
 
         n = len(input_sets)
+        too_big = _over_caps(input_sets)
+        if too_big:
+            return [RunResult("unsupported", error=too_big) for _ in range(n)]
         try:
             dev = LoadedModule(ptx, fma_contraction=self.fma_contraction)
         except ParseError as e:
