@@ -18,6 +18,9 @@ import time
 from dataclasses import dataclass, field
 
 
+SOFT_SHARE = 0.8             # the optimizer's own deadline, as a share of NVCC_PLUS_TIMEOUT
+
+
 class OptimizerTimeout(BaseException):
     """The hard limit fired. A BaseException on purpose: the optimizer contains each
     candidate's failures with ``except Exception``, which must not swallow the limit (it
@@ -148,7 +151,8 @@ def swap_file(path: str, *, optimizer, mode: str, source: str | None, target: st
     if timeout and timeout > 0:
         # The optimizer's own soft limit: it stops searching in time and keeps what it has
         # decided; the alarm above is the hard stop behind it.
-        deadline = min(deadline or math.inf, time.time() + timeout)
+        # (a fifth of the limit is left for the search in flight to finish and be applied)
+        deadline = min(deadline or math.inf, time.time() + SOFT_SHARE * timeout)
     if deadline is not None:
         config = {**config, "deadline": deadline}
     try:
