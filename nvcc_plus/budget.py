@@ -27,12 +27,9 @@ def ledger_path(env: dict[str, str]) -> str:
     named = env.get("NVCC_PLUS_BUILD_LEDGER")
     if named:
         return named
+    from superopt.store.private_dir import private_dir   # owner check, no symlinks
     base = env.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
-    folder = os.path.join(base, f"nvcc-plus-budget-{os.geteuid()}")
-    os.makedirs(folder, mode=0o700, exist_ok=True)
-    st = os.lstat(folder)
-    if st.st_uid != os.geteuid() or not os.path.isdir(folder) or os.path.islink(folder):
-        raise OSError(f"{folder} is not a private folder of this user; set NVCC_PLUS_BUILD_LEDGER")
+    folder = private_dir(os.path.join(base, f"nvcc-plus-budget-{os.geteuid()}"))
     return os.path.join(folder, f"pgid-{os.getpgrp()}.json")
 
 
@@ -97,6 +94,6 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
-        return True
+    except PermissionError:          # alive, another user's
+        pass
     return True

@@ -24,7 +24,8 @@ from superopt.judge import BackendJudge, Judge
 from superopt.search.loop import SearchOptions
 from superopt.store.record import Fate, Status
 from superopt.specs.capture.format import CaptureError
-from superopt.specs.sources import SpecChoice, candidates_in_order, load_configured_capture
+from superopt.specs.sources import (SpecChoice, candidates_in_order, explicit_or_inferred,
+                                    load_configured_capture, specs_key)
 
 
 @dataclass
@@ -106,21 +107,8 @@ def _validate(opts: SearchOptions) -> None:
 def find_spec(module, kernel: str, *, source: str | None, config: dict | None) -> tuple[list | None, str]:
     """The launch specs for ``kernel`` (a list: one per launch shape): explicit (toml, source
     comment) or inferred, and where they came from; None and the reason if neither."""
-    try:
-        from superopt.specs import inference as spec_inference
-    except ImportError:
-        return None, "launch-spec inference is not available"
-    source_text = None
-    if source and os.path.exists(source):
-        try:
-            source_text = Path(source).read_text(errors="replace")
-        except OSError:
-            source_text = None
-    result = spec_inference.infer_specs(module, kernel, source_text=source_text, config=config)
-    specs = getattr(result, "specs", None)
-    if specs:
-        return list(specs), getattr(result, "origin", "inferred")
-    return None, getattr(result, "reason", "no launch spec")
+    choice, why_not = explicit_or_inferred(module, kernel, source=source, config=config)
+    return (list(choice.specs), choice.origin) if choice else (None, why_not)
 
 
 def _globals_text(module: ptx_ir.Module) -> str:
@@ -173,8 +161,8 @@ def optimize_module(ptx: str, *, target: str | None = None, source: str | None =
         if stored is None:
             stored, origin = cache.get(cache_key), "cached"
         if stored is None and capture is not None:
-            stored = _captured_cache_entry(cache, module, fn.name, source, config, capture, kernel_text,
-                                           globals_text, target, tool, options, pass_names)
+            stored = _captured_cache_entry(cache, module, fn.name, capture, kernel_text, globals_text,
+                                           target, tool, options, pass_names)
         if stored is not None:
             applied = _apply_stored(result_module, fn.name, stored, origin, records, messages,
                                     _recheck_stored(options, source, config, capture, judge))
@@ -324,16 +312,16 @@ def _baseline_unjudgeable(kr: dict) -> str | None:
     return None
 
 
-def _captured_cache_entry(cache, module, kernel, source, config, capture, kernel_text, globals_text,
-                          target, tool, options, pass_names):
-    try:
-        found = candidates_in_order(module, kernel, source=source, config=config, capture=capture)
-    except Exception:  # noqa: BLE001 - no cached entry then; the search reports the problem
-        return None
-    if not found.choices or found.choices[0].origin != "captured":
+def _captured_cache_entry(cache, module, kernel, capture, kernel_text, globals_text, target, tool,
+                          options, pass_names):
+    """The cached decision made at this kernel's captured launches, if any (no inference:
+    the key is that of the captured specs alone)."""
+    from superopt.specs.capture.specs import captured_specs
+    found = captured_specs(capture, module, kernel)
+    if not found.specs:
         return None
     key = decision_key(kernel_text=kernel_text, globals_text=globals_text, target=target,
-                       tool=f"{tool} spec={found.choices[0].key}", policy=options.policy, passes=pass_names)
+                       tool=f"{tool} spec={specs_key(found.specs)}", policy=options.policy, passes=pass_names)
     return cache.get(key)
 
 

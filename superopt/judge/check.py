@@ -59,7 +59,7 @@ import numpy as np
 import ptx_ir
 from superopt.judge.backends.base import Backend, BackendUnavailable, get_backend
 from superopt.judge.inputs import (InputSet, complement_poison, fresh_seed, is_nan_bits, make_input_set,
-                             make_rng, poison_unlike, size_variants, tail_variants)
+                             make_rng, poison_unlike, input_plan)
 from superopt.specs.launch_spec import Buffer, ElemType, LaunchSpec, SpecError
 
 __all__ = [
@@ -358,36 +358,6 @@ class BaselineRuns:
     static: Any = None                 # static_check.Unwritten of the baseline (or None)
 
 
-def _multiple_variants(spec: LaunchSpec, planned: list[dict]) -> list[dict]:
-    """One more set when no planned set gives a size parameter a value that is an exact
-    multiple of block.x and of 16 (e.g. an inferred spec with its own list of sizes): the
-    largest such multiple not above the spec's value, so that code wrong only for whole
-    blocks shows. Not when the spec says ``vary_sizes = false`` itself or pins the size
-    (an inferred spec's ``vary_sizes = false`` only says its values were chosen for it; a
-    baseline that misbehaves on the extra set has it dropped)."""
-    if not spec.vary_sizes and getattr(spec, "origin", "") != "inferred":
-        return []
-    from superopt.judge.inputs import MULTIPLE_OF
-    bx = int(spec.block[0])
-    step = bx * MULTIPLE_OF // math.gcd(bx, MULTIPLE_OF)
-    base = spec.scalar_values()
-    ov: dict = {}
-    for name in spec.size_params():
-        try:
-            sc = spec.param(name)
-        except Exception:  # noqa: BLE001
-            continue
-        if getattr(sc, "pinned", False):
-            continue
-        vals = [int(o.get(name, base[name])) for o in planned]
-        if any(v > 0 and v % step == 0 for v in vals):
-            continue
-        m = (int(base[name]) // step) * step
-        if m >= step:
-            ov[name] = m
-    return [ov] if ov else []
-
-
 def run_baseline(baseline_ptx: str, spec: LaunchSpec, *, backend: Union[str, Backend] = "gpu",
                  policy: Union[str, Policy, None] = None, sets: int = 4, seed: int | None = None,
                  launch_timeout: float | None = None) -> Union[BaselineRuns, Verdict]:
@@ -431,9 +401,7 @@ def run_baseline(baseline_ptx: str, spec: LaunchSpec, *, backend: Union[str, Bac
     t_phase = time.monotonic()
     rng = make_rng(seed, 0x5E7)
     base_sets: list[InputSet] = []
-    planned = size_variants(spec, max(1, sets), rng) + tail_variants(spec, rng)
-    planned += _multiple_variants(spec, planned)
-    for i, ov in enumerate(planned):
+    for i, ov in enumerate(input_plan(spec, max(1, sets), rng)):
         try:
             base_sets.append(make_input_set(spec, seed, i, scalars=ov))
         except SpecError as e:

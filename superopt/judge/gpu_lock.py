@@ -7,7 +7,7 @@
 An fcntl lock on ``<lock dir>/gpu-<id>.lock``: released by the kernel when the process exits,
 so a crashed compilation never leaves a stale lock. The lock dir is NVCC_PLUS_LOCK_DIR, else
 $XDG_RUNTIME_DIR/nvcc-plus, else <tmp>/nvcc-plus-locks-<uid>, created private (mode 0700,
-owner checked, never through a symlink: see superopt.judge.private_dir). The id is whatever names the GPU
+owner checked, never through a symlink: see superopt.store.private_dir). The id is whatever names the GPU
 stably (an index, or better a UUID from CUDA_VISIBLE_DEVICES/cuDeviceGetUuid).
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ import tempfile
 import time
 from contextlib import contextmanager
 
-from superopt.judge.private_dir import open_private, private_dir
+from superopt.store.private_dir import open_private, private_dir
 
 
 class LockTimeout(TimeoutError):

@@ -42,7 +42,7 @@ __all__ = [
     "GUARD_BYTES", "InputSet", "fresh_seed", "make_rng", "generate", "poison", "complement_poison",
     "poison_unlike", "make_guards", "make_input_set", "FLOAT_DISTS", "INT_DISTS",
     "default_distribution", "float_specials", "is_nan_bits", "size_variants", "tail_variants",
-    "free_scalars",
+    "free_scalars", "multiple_variant", "input_plan",
 ]
 
 GUARD_BYTES = 256
@@ -463,6 +463,15 @@ def _size_value(v: int, i: int, bx: int, rng: np.random.Generator) -> int:
     return max(1, cand)
 
 
+def _varied_sizes(spec: LaunchSpec) -> list[str]:
+    """Size parameters the checker may give other values: the spec lets sizes vary, and the
+    parameter has no explicit ``values`` and is not pinned."""
+    if not spec.vary_sizes:
+        return []
+    return [s.name for s in spec.scalars
+            if s.name in spec.size_params() and not s.values and not s.pinned]
+
+
 def size_variants(spec: LaunchSpec, count: int, rng: np.random.Generator) -> list[dict]:
     """Scalar overrides for ``count`` input sets: the spec's values first; then sizes that
     are exact multiples of the block, a little smaller and not multiples, or small (never
@@ -470,7 +479,7 @@ def size_variants(spec: LaunchSpec, count: int, rng: np.random.Generator) -> lis
     scalars when given; and fresh values of the free scalars (:func:`free_scalars`)."""
     out: list[dict] = [{}]
     explicit = {s.name: s.values for s in spec.scalars if s.values}
-    sizes = [n for n in spec.size_params() if n not in explicit] if spec.vary_sizes else []
+    sizes = _varied_sizes(spec)
     free = free_scalars(spec)
     bx = spec.block[0]
     base = spec.scalar_values()
@@ -492,8 +501,7 @@ def tail_variants(spec: LaunchSpec, rng: np.random.Generator) -> list[dict]:
     """Overrides for the small "tail" sets: every size parameter at ``k*16 + r`` for each
     residue ``r`` of :data:`TAIL_RESIDUES` (at most the spec's value). Empty when the spec
     does not let sizes vary or has no size parameter."""
-    explicit = {s.name for s in spec.scalars if s.values}
-    sizes = [n for n in spec.size_params() if n not in explicit] if spec.vary_sizes else []
+    sizes = _varied_sizes(spec)
     if not sizes:
         return []
     base = spec.scalar_values()
@@ -509,3 +517,35 @@ def tail_variants(spec: LaunchSpec, rng: np.random.Generator) -> list[dict]:
         if ov and ov not in out:
             out.append(ov)
     return out
+
+
+def multiple_variant(spec: LaunchSpec, planned: list[dict]) -> list[dict]:
+    """One more set when no planned set gives a size parameter a value that is an exact
+    multiple of block.x and of 16 (e.g. an inferred spec with its own list of sizes): the
+    largest such multiple not above the spec's value, so that code wrong only for whole
+    blocks shows. Not when the spec says ``vary_sizes = false`` itself or pins the size
+    (an inferred spec's ``vary_sizes = false`` only says its values were chosen for it; a
+    baseline that misbehaves on the extra set has it dropped)."""
+    if not spec.vary_sizes and spec.origin != "inferred":
+        return []
+    bx = int(spec.block[0])
+    step = bx * MULTIPLE_OF // int(np.gcd(bx, MULTIPLE_OF))
+    base = spec.scalar_values()
+    ov: dict = {}
+    for name in spec.size_params():
+        if spec.param(name).pinned:
+            continue
+        if any(int(o.get(name, base[name])) % step == 0 and int(o.get(name, base[name])) > 0 for o in planned):
+            continue
+        m = (int(base[name]) // step) * step
+        if m >= step:
+            ov[name] = m
+    return [ov] if ov else []
+
+
+def input_plan(spec: LaunchSpec, sets: int, rng: np.random.Generator) -> list[dict]:
+    """Scalar overrides of every input set the check runs: ``sets`` main sets
+    (:func:`size_variants`), the small tail sets (:func:`tail_variants`), and a whole-block
+    set when none of those has one (:func:`multiple_variant`)."""
+    planned = size_variants(spec, sets, rng) + tail_variants(spec, rng)
+    return planned + multiple_variant(spec, planned)

@@ -40,8 +40,16 @@ class SpecChoice:
     @property
     def key(self) -> str:
         """Identity of the specs, for decision keys of captured specs (see optimize)."""
-        text = json.dumps([s.to_dict() for s in self.specs], sort_keys=True, default=str)
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
+        return specs_key(self.specs)
+
+
+def specs_key(specs: list) -> str:
+    """Identity of the captured specs among ``specs`` (the program's real launches; the
+    inferred shapes beside them are not part of it, so a stored decision is found without
+    running inference)."""
+    captured = [s.to_dict() for s in specs if s.origin == "captured"] or [s.to_dict() for s in specs]
+    text = json.dumps(captured, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 @dataclass
@@ -89,7 +97,7 @@ def candidates_in_order(module, kernel: str, *, source: str | None, config: dict
                         capture: dict | None, search_minor: bool = False,
                         min_share: float = MINOR_SHARE) -> SpecSources:
     out = SpecSources(kernel)
-    inferred, why_not = _explicit_or_inferred(module, kernel, source=source, config=config)
+    inferred, why_not = explicit_or_inferred(module, kernel, source=source, config=config)
     if capture is not None:
         from superopt.specs.capture.specs import captured_specs
         cs = captured_specs(capture, module, kernel)
@@ -113,7 +121,7 @@ def candidates_in_order(module, kernel: str, *, source: str | None, config: dict
     return out
 
 
-def _explicit_or_inferred(module, kernel: str, *, source: str | None,
+def explicit_or_inferred(module, kernel: str, *, source: str | None,
                           config: dict | None) -> tuple[SpecChoice | None, str | None]:
     from superopt.specs import inference
     source_text = None

@@ -8,7 +8,7 @@ import pytest
 from nvcc_plus import config as C
 from nvcc_plus import real_nvcc as rn
 from superopt.judge import gpu_lock
-from superopt.judge.private_dir import UnsafePath, open_private, private_dir
+from superopt.store.private_dir import UnsafePath, open_private, private_dir
 from superopt.store.discovery import find_upwards
 
 

@@ -10,7 +10,7 @@ only by luck shows. Why none of the cheats is caught only probabilistically:
   input sets 1..3 whatever the seed (superopt.judge.inputs._free_value), so the
   condition they depend on is always met; the outputs then differ in (nearly) every element.
 * mult256: one set always has n an exact multiple of 256 (size_variants for the explicit
-  spec; check._multiple_variants for the inferred one, whose sizes are its own).
+  spec; inputs.multiple_variant for the inferred one, whose sizes are its own).
 * unwritten_store: the static def-use check decides it before anything runs.
 * read_past_end: the last thread reads x[n] in every set (the emulator counts every load).
 * cache_ptr: the emulator gives every set its allocations at the same addresses, so set 1

@@ -15,7 +15,8 @@ import numpy as np
 import ptx_ir
 from superopt.judge import static_check
 from superopt.judge.backends.emulator import EmulatorBackend
-from superopt.judge.check import ACCEPTED, COULD_NOT_JUDGE, REJECTED, _multiple_variants, check
+from superopt.judge.check import ACCEPTED, COULD_NOT_JUDGE, REJECTED, check
+from superopt.judge.inputs import multiple_variant as _multiple_variants
 from superopt.judge.emulator import LoadedModule
 from superopt.judge.inputs import make_input_set
 from superopt.specs.launch_spec import load_spec

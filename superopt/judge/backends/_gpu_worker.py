@@ -377,7 +377,7 @@ class Worker:
         if out_file:
             # changed buffers go to a shared-memory file instead of the pipe
             off = 0
-            from superopt.judge.private_dir import open_private
+            from superopt.store.private_dir import open_private
             with os.fdopen(open_private(out_file, os.O_WRONLY, new=True), "wb") as f:
                 for r in results:
                     if not r.get("buffers"):

@@ -72,7 +72,7 @@ def _shm_dir() -> str:
     """A private folder of this user's in /dev/shm (else the temp dir): the worker writes
     "<file>.out" next to the blobs, which must not be a name another user can plant."""
     import tempfile
-    from superopt.judge.private_dir import private_dir
+    from superopt.store.private_dir import private_dir
     base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
     return private_dir(os.path.join(base, f"superopt-{os.geteuid()}"))
 
