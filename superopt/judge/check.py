@@ -60,7 +60,7 @@ import ptx_ir
 from superopt.judge.backends.base import Backend, BackendUnavailable, get_backend
 from superopt.judge.inputs import (InputSet, complement_poison, fresh_seed, is_nan_bits, make_input_set,
                              make_rng, poison_unlike, input_plan)
-from superopt.specs.launch_spec import Buffer, ElemType, LaunchSpec, SpecError
+from superopt.specs.launch_spec import Buffer, Bytes, ElemType, LaunchSpec, SpecError
 
 __all__ = [
     "Policy", "EXACT", "Verdict", "Mismatch", "check", "compare_values", "diff_stats", "format_value",
@@ -305,13 +305,19 @@ def _first_diff(bad: np.ndarray) -> int:
 
 
 def _spec_fits(spec: LaunchSpec, params: list[tuple[str, str, int]]) -> str | None:
-    if len(params) != len(spec.params):
-        return (f"the spec has {len(spec.params)} params but .entry {spec.kernel} has {len(params)} "
+    kparams = spec.kernel_params
+    if len(params) != len(kparams):
+        return (f"the spec has {len(kparams)} params but .entry {spec.kernel} has {len(params)} "
                 f"({', '.join(f'{t}' for _, t, _ in params)})")
-    for p, (pname, ptype, size) in zip(spec.params, params):
-        want = 8 if isinstance(p, Buffer) else p.elem.size
+    for p, (pname, ptype, size) in zip(kparams, params):
+        if isinstance(p, Bytes):
+            want, what = p.size, f"{p.size} raw bytes"
+        elif isinstance(p, Buffer):
+            want, what = 8, "a pointer"
+        else:
+            want, what = p.elem.size, p.type
         if size != want:
-            return (f"param {p.name!r}: the spec says {'a pointer' if isinstance(p, Buffer) else p.type} "
+            return (f"param {p.name!r}: the spec says {what} "
                     f"({want} bytes) but the PTX param {pname} is .{ptype} ({size} bytes)")
     return None
 

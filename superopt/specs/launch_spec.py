@@ -46,7 +46,7 @@ import numpy as np
 from ptx_ir.types import Kind, ptx_type
 
 __all__ = [
-    "ElemType", "ELEM_TYPES", "elem_type", "Scalar", "Buffer", "ParamSpec", "LaunchSpec",
+    "ElemType", "ELEM_TYPES", "elem_type", "Scalar", "Buffer", "Bytes", "ParamSpec", "LaunchSpec",
     "SpecError", "eval_expr", "expr_names", "load_specs", "load_spec", "dumps_toml",
 ]
 
@@ -256,6 +256,10 @@ class Buffer:
     direction: str = "in"
     distribution: str = "auto"
     length: int | None = None        # the evaluated length (set by LaunchSpec.resolved())
+    # Not a kernel parameter: an allocation reached only through a pointer field of a
+    # ``bytes`` parameter (a by-value struct holding pointers). It is filled, guarded and
+    # compared like any buffer; the struct's field is set to its address at launch.
+    embedded: bool = False
     kind: str = field(default="buffer", init=False)
 
     def __post_init__(self):
@@ -279,11 +283,66 @@ class Buffer:
         return self.length * self.elem.size
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "kind": "buffer", "type": self.type, "length": self.length_expr,
-                "direction": self.direction, "distribution": self.distribution}
+        d = {"name": self.name, "kind": "buffer", "type": self.type, "length": self.length_expr,
+             "direction": self.direction, "distribution": self.distribution}
+        if self.embedded:
+            d["embedded"] = True
+        return d
 
 
-ParamSpec = Union[Scalar, Buffer]
+@dataclass
+class Bytes:
+    """A by-value parameter given as its raw bytes: a struct passed by value (e.g. a params
+    struct of more than 8 bytes), usually as a program passed it (from a capture). Its
+    pointer fields are listed in ``pointers`` (byte offset -> the name of an ``embedded``
+    buffer of the spec) and are set to that buffer's address at every launch; all other
+    bytes are passed as given. The checker does not vary them (like a pinned scalar)."""
+    name: str
+    size: int
+    hex: str
+    pointers: dict = field(default_factory=dict)
+    kind: str = field(default="bytes", init=False)
+
+    def __post_init__(self):
+        self.size = int(self.size)
+        try:
+            raw = bytes.fromhex(str(self.hex))
+        except ValueError:
+            raise SpecError(f"bytes param {self.name!r}: hex {str(self.hex)[:24]!r} is not hexadecimal") from None
+        if len(raw) != self.size or self.size < 1:
+            raise SpecError(f"bytes param {self.name!r}: {len(raw)} bytes of hex for size {self.size}")
+        self.hex = raw.hex()
+        ptrs = {}
+        for off, buf in dict(self.pointers or {}).items():
+            try:
+                o = int(off)
+            except (TypeError, ValueError):
+                raise SpecError(f"bytes param {self.name!r}: pointer offset {off!r} is not an integer") from None
+            if o < 0 or o + 8 > self.size or o % 8:
+                raise SpecError(f"bytes param {self.name!r}: a pointer at offset {o} does not fit an aligned "
+                                f"8-byte field of {self.size} bytes")
+            ptrs[o] = str(buf)
+        self.pointers = dict(sorted(ptrs.items()))
+
+    @property
+    def raw(self) -> bytes:
+        return bytes.fromhex(self.hex)
+
+    def packed(self, addresses: dict[str, int]) -> bytes:
+        """The bytes to pass, pointer fields set to ``addresses[buffer name]``."""
+        b = bytearray(self.raw)
+        for off, name in self.pointers.items():
+            b[off:off + 8] = int(addresses[name]).to_bytes(8, "little")
+        return bytes(b)
+
+    def to_dict(self) -> dict:
+        d = {"name": self.name, "kind": "bytes", "size": self.size, "hex": self.hex}
+        if self.pointers:
+            d["pointers"] = {str(k): v for k, v in self.pointers.items()}
+        return d
+
+
+ParamSpec = Union[Scalar, Buffer, Bytes]
 
 
 def _coerce_scalar(v, type_name: str, pname: str):
@@ -325,6 +384,16 @@ def param_from_dict(d: dict) -> ParamSpec:
     name = d.pop("name", None)
     if not name:
         raise SpecError(f"param without a name: {d!r}")
+    if kind == "bytes" or (kind is None and "hex" in d):
+        size = d.pop("size", None)
+        hexs = d.pop("hex", t)
+        if hexs is None:
+            raise SpecError(f"bytes param {name!r}: no hex")
+        p = Bytes(name=name, size=len(str(hexs)) // 2 if size is None else size, hex=hexs,
+                  pointers=d.pop("pointers", None) or {})
+        if d:
+            raise SpecError(f"param {name!r}: unknown keys {sorted(d)}")
+        return p
     if t is None:
         raise SpecError(f"param {name!r}: no type")
     if kind is None:
@@ -340,10 +409,13 @@ def param_from_dict(d: dict) -> ParamSpec:
         length = d.pop("length", d.pop("length_expr", None))
         if length is None:
             raise SpecError(f"buffer {name!r}: no length")
+        embedded = d.pop("embedded", False)
+        if not isinstance(embedded, bool):
+            raise SpecError(f"buffer {name!r}: embedded must be true or false, not {embedded!r}")
         p = Buffer(name=name, type=t, length_expr=length, direction=d.pop("direction", "in"),
-                   distribution=d.pop("distribution", "auto"))
+                   distribution=d.pop("distribution", "auto"), embedded=embedded)
     else:
-        raise SpecError(f"param {name!r}: kind must be 'scalar' or 'buffer', not {kind!r}")
+        raise SpecError(f"param {name!r}: kind must be 'scalar', 'buffer' or 'bytes', not {kind!r}")
     if d:
         raise SpecError(f"param {name!r}: unknown keys {sorted(d)}")
     return p
@@ -397,6 +469,14 @@ class LaunchSpec:
         if dup:
             raise SpecError(f"duplicate param names: {sorted(dup)}")
         scalars = {p.name for p in self.params if isinstance(p, Scalar)}
+        embedded = {p.name for p in self.params if isinstance(p, Buffer) and p.embedded}
+        reached = [n for p in self.params if isinstance(p, Bytes) for n in p.pointers.values()]
+        for n in reached:
+            if n not in embedded:
+                raise SpecError(f"a bytes param points to {n!r}, which is not an embedded buffer of the spec")
+        if set(reached) != embedded or len(reached) != len(set(reached)):
+            raise SpecError(f"every embedded buffer is reached by exactly one pointer field "
+                            f"(embedded: {sorted(embedded)}, pointer fields: {reached})")
         for p in self.params:
             if isinstance(p, Buffer):
                 unknown = expr_names(p.length_expr) - scalars
@@ -420,7 +500,13 @@ class LaunchSpec:
 
     @property
     def buffers(self) -> list[Buffer]:
+        """Every buffer, the embedded ones (reached through a struct) included."""
         return [p for p in self.params if isinstance(p, Buffer)]
+
+    @property
+    def kernel_params(self) -> list[ParamSpec]:
+        """The kernel's parameters in order (the spec's params less embedded buffers)."""
+        return [p for p in self.params if not (isinstance(p, Buffer) and p.embedded)]
 
     def param(self, name: str) -> ParamSpec:
         for p in self.params:

@@ -97,8 +97,8 @@ def test_capture_real_program(tmp_path):
     cap = load_capture(out)
     assert cap["exit_code"] == 3 and cap["gpu"]
     ks = cap["kernels"]
-    saxpy, tile, fill = "_Z5saxpyifPKfPf", "_Z6tile2dPKfPfii", "_Z4fillPjji"
-    assert set(ks) == {saxpy, tile, fill}, ks.keys()
+    saxpy, tile, fill, axpys = "_Z5saxpyifPKfPf", "_Z6tile2dPKfPfii", "_Z4fillPjji", "_Z6axpy_s4Axpy"
+    assert set(ks) == {saxpy, tile, fill, axpys}, ks.keys()
     assert ks[saxpy]["launches"] == 4 and len(ks[saxpy]["shapes"]) == 2
     big = ks[saxpy]["shapes"][0]
     assert big["count"] == 3 and big["grid"] == [(1000003 + 255) // 256, 1, 1] and big["block"] == [256, 1, 1]
@@ -120,8 +120,19 @@ def test_capture_real_program(tmp_path):
     after = {s["param"]: s["path"] for s in snap["after"]}
     data = Path(after[0]).read_bytes()
     assert struct.unpack("<I", data[:4])[0] == 0xabcd
+    # a struct by value: its pointer fields found, pointing into x (at element 8) and y
+    inner = ks[axpys]["shapes"][0]["params"][0]["inner"]
+    assert [(q["at"], q["offset"]) for q in inner] == [(8, 32), (16, 0)], inner
+    assert inner[0]["extent"] >= 4 * 1000003
+    ssnap = ks[axpys]["shapes"][0]["snapshot"]
+    assert ssnap and ssnap.get("ok") and {s.get("at") for s in ssnap["after"]} == {8, 16}, ssnap
     # and the launch specs
     module = ptx_ir.parse(ptx.read_text())
+    sspec = specs_from_capture(cap, module, axpys)[0]
+    assert sspec.params[0].kind == "bytes" and sspec.params[0].pointers == {8: "p0_8", 16: "p0_16"}
+    from superopt.judge.check import check
+    v = check(ptx.read_text(), ptx.read_text(), sspec, backend="gpu", sets=2)
+    assert v.status == "accepted", v.summary()
     specs = specs_from_capture(cap, module, saxpy)
     assert specs[0].grid == (3907, 1, 1) and specs[0].params[0].value == 1000003
     assert specs[0].params[2].length >= 1000003 and specs[1].grid == (4, 1, 1)

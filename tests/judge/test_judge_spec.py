@@ -117,3 +117,40 @@ def test_toml_text_starting_with_a_table_header_is_toml():
     text = ('[kernels."saxpy"]\ngrid = ["cdiv(n, 256)", 1, 1]\nblock = [256, 1, 1]\n'
             'params = [{name = "n", kind = "scalar", type = "s32", value = 1000}]\n')
     assert list(load_specs(text)) == ["saxpy"]
+
+
+# ----------------------------------------------------------------- structs by value (kind "bytes")
+
+def _struct_spec(**kw):
+    from superopt.specs.launch_spec import Bytes
+    raw = (7).to_bytes(4, "little") + bytes(4) + bytes(8)
+    params = kw.pop("params", None) or [Bytes("s", 16, raw.hex(), {8: "s_8"}),
+                                        Buffer("s_8", "f32", 10, embedded=True)]
+    return LaunchSpec(kernel="k", grid=(1,), block=(32,), params=params, **kw)
+
+
+def test_bytes_param_round_trips_through_toml_and_json():
+    spec = _struct_spec()
+    assert LaunchSpec.from_toml(spec.to_toml()) == spec
+    assert LaunchSpec.from_json(spec.to_json()) == spec
+    assert [p.name for p in spec.kernel_params] == ["s"] and [b.name for b in spec.buffers] == ["s_8"]
+
+
+def test_bytes_param_packs_addresses_into_pointer_fields():
+    s = _struct_spec().params[0]
+    packed = s.packed({"s_8": 0x1234_5678_9abc})
+    assert packed[:4] == (7).to_bytes(4, "little") and packed[8:] == (0x1234_5678_9abc).to_bytes(8, "little")
+
+
+@pytest.mark.parametrize("params, match", [
+    ([{"name": "s", "kind": "bytes", "size": 16, "hex": "00" * 15}], "15 bytes of hex for size 16"),
+    ([{"name": "s", "kind": "bytes", "hex": "zz"}], "not hexadecimal"),
+    ([{"name": "s", "kind": "bytes", "size": 16, "hex": "00" * 16, "pointers": {"4": "b"}},
+      {"name": "b", "kind": "buffer", "type": "u8", "length": 4, "embedded": True}], "aligned 8-byte field"),
+    ([{"name": "s", "kind": "bytes", "size": 16, "hex": "00" * 16, "pointers": {"8": "nope"}}], "not an embedded buffer"),
+    ([{"name": "s", "kind": "bytes", "size": 16, "hex": "00" * 16},
+      {"name": "b", "kind": "buffer", "type": "u8", "length": 4, "embedded": True}], "exactly one pointer field"),
+])
+def test_bad_bytes_params_are_refused_with_the_reason(params, match):
+    with pytest.raises(SpecError, match=match):
+        LaunchSpec.from_dict({"kernel": "k", "grid": [1], "block": [32], "params": params})

@@ -239,15 +239,19 @@ class Worker:
     def _alloc_set(self, s: dict, blobs: list):
         """Allocate and fill every buffer of a set: [front guard][data][back guard].
 
+        Items: ("s", bytes) a scalar; ("b", blob, front, back) a buffer argument; ("e", ...)
+        a buffer that is not an argument (reached through a struct's pointer field); ("t",
+        bytes, [(offset, buffer number)]) a struct by value whose pointer fields get the
+        addresses of those buffers (numbered in order of the "b"/"e" items).
+
         Returns (param storage arrays, allocations as (dptr, data bytes, blob index, guard))."""
         cu = self.cu
         g = int(s["guard"])
         allocs = []
-        args = []
+        addresses = []
         try:
             for item in s["params"]:
-                if item[0] == "s":
-                    args.append(np.frombuffer(item[1], np.uint8).copy())
+                if item[0] in ("s", "t"):
                     continue
                 _, idx, front, back = item
                 data = blobs[idx]
@@ -263,10 +267,24 @@ class Worker:
                     self._chk(cu.cuMemcpyHtoD(cu.CUdeviceptr(base + g), data.ctypes.data, n), "cuMemcpyHtoD")
                 if g:
                     self._chk(cu.cuMemcpyHtoD(cu.CUdeviceptr(base + g + n), bk.ctypes.data, g), "cuMemcpyHtoD")
-                args.append(np.array([base + g], np.uint64))
+                addresses.append(base + g)
         except BaseException:
             self._free(allocs)
             raise
+        args = []
+        k = 0
+        for item in s["params"]:
+            if item[0] == "s":
+                args.append(np.frombuffer(item[1], np.uint8).copy())
+            elif item[0] == "t":
+                raw = bytearray(item[1])
+                for off, no in item[2]:
+                    raw[off:off + 8] = int(addresses[no]).to_bytes(8, "little")
+                args.append(np.frombuffer(bytes(raw), np.uint8).copy())
+            else:
+                if item[0] == "b":
+                    args.append(np.array([addresses[k]], np.uint64))
+                k += 1
         return args, allocs
 
     def _read_set(self, s: dict, blobs: list, allocs) -> list:

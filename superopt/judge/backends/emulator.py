@@ -90,7 +90,7 @@ class EmulatorBackend(Backend):
         from ptx_ir.errors import ParseError
         from superopt.judge.emulator import (Deadlock, KernelFault, LoadedModule, RunTimeout,
                                        UndefinedBehavior, Unsupported)
-        from superopt.specs.launch_spec import Buffer, Scalar
+        from superopt.specs.launch_spec import Buffer, Bytes, Scalar
 
         n = len(input_sets)
         too_big = _over_caps(input_sets)
@@ -144,10 +144,13 @@ class EmulatorBackend(Backend):
                 if dev.static_smem_aligned() + int(rs.shared_bytes) > MAX_SHARED_BYTES:
                     results.append(RunResult("launch_error", error="too much shared memory for one block"))
                     continue
-                params, allocs, watch = [], [], []
+                params, allocs, watch, addresses = [], [], [], {}
                 for p in rs.params:
                     if isinstance(p, Scalar):
                         params.append(_pack_scalar(p))
+                        continue
+                    if isinstance(p, Bytes):
+                        params.append(p)           # packed below, once its buffers have addresses
                         continue
                     data = np.ascontiguousarray(s.data[p.name]).view(np.uint8).reshape(-1)
                     front, back = s.guards[p.name]
@@ -160,7 +163,10 @@ class EmulatorBackend(Backend):
                     allocs.append((p, base, data, g))
                     zone_end = base + (-(-(data.size + 2 * g) // 256) * 256)
                     watch.append((p.name, base, zone_end, base + g, base + g + data.size))
-                    params.append(base + g)
+                    addresses[p.name] = base + g
+                    if not p.embedded:
+                        params.append(base + g)
+                params = [v.packed(addresses) if isinstance(v, Bytes) else v for v in params]
                 seed = int.from_bytes(os.urandom(8), "little")
                 t0 = time.perf_counter()
                 kw = {"chunk_lanes": self.chunk_lanes} if self.chunk_lanes else {}

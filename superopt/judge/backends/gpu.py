@@ -28,7 +28,7 @@ import numpy as np
 from superopt.judge.backends import _proto
 from superopt.judge.backends.base import Backend, BackendUnavailable, RunResult, check_guards
 from superopt.judge.inputs import GUARD_BYTES, InputSet, _cast_floats
-from superopt.specs.launch_spec import Buffer, LaunchSpec, Scalar
+from superopt.specs.launch_spec import Buffer, Bytes, LaunchSpec, Scalar
 
 __all__ = ["GpuBackend", "probe_gpu", "pack_sets", "unpack_result"]
 
@@ -50,8 +50,11 @@ def pack_sets(spec: LaunchSpec, sets: list[InputSet], *, guards: bool = True) ->
 
     Buffer contents shared between sets (the same array object, e.g. the inputs of a
     set's second run) travel once; each set names its blobs by index and carries its own
-    guard bytes. Scalars travel as raw bytes. ``guards=False``: every buffer is allocated at
-    its exact size (for compute-sanitizer, which only sees accesses outside allocations)."""
+    guard bytes. Scalars travel as raw bytes. A ``bytes`` param (a struct by value) travels
+    as its bytes with the positions of its pointer fields and the buffers they point to;
+    the worker writes the addresses in. Embedded buffers are allocated like the others but
+    are not kernel arguments. ``guards=False``: every buffer is allocated at its exact size
+    (for compute-sanitizer, which only sees accesses outside allocations)."""
     blobs: list[np.ndarray] = []
     index: dict[int, int] = {}
     keep = []                      # keep arrays alive so that id() stays unique
@@ -59,9 +62,13 @@ def pack_sets(spec: LaunchSpec, sets: list[InputSet], *, guards: bool = True) ->
     for s in sets:
         rs = s.spec
         params = []
+        buf_no = {p.name: k for k, p in enumerate(b for b in rs.params if isinstance(b, Buffer))}
         for p in rs.params:
             if isinstance(p, Scalar):
                 params.append(("s", pack_scalar(p, p.value)))
+                continue
+            if isinstance(p, Bytes):
+                params.append(("t", p.raw, [(off, buf_no[name]) for off, name in p.pointers.items()]))
                 continue
             arr = s.data[p.name]
             if arr.nbytes != p.nbytes:
@@ -72,7 +79,7 @@ def pack_sets(spec: LaunchSpec, sets: list[InputSet], *, guards: bool = True) ->
                 blobs.append(np.ascontiguousarray(arr).view(np.uint8).reshape(-1))
                 keep.append(arr)
             front, back = s.guards[p.name] if guards else (b"", b"")
-            params.append(("b", index[k], front, back))
+            params.append(("e" if p.embedded else "b", index[k], front, back))
         out.append({"grid": tuple(int(g) for g in rs.grid), "block": tuple(int(b) for b in rs.block),
                     "shared": int(rs.shared_bytes), "guard": GUARD_BYTES if guards else 0, "params": params})
     return {"blobs": blobs, "sets": out}

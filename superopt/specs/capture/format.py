@@ -18,7 +18,9 @@ The aggregated file (``nvcc-plus.capture.json``)::
              "count": c, "timed": c2, "total_ms": t,
              "params": [{"offset": o, "size": s, "bytes": "hex" | null,
                          "pointer": null | {"extent": bytes, "offset": bytes,
-                                             "alias": j | null}}],
+                                             "alias": j | null},
+                         "inner": [{"at": byte offset in the struct, "extent", "offset",
+                                    "alias"}]   (only for a struct by value with pointer fields)}],
              "snapshot": null | {"before": [{"param": i, "bytes": n, "path": p}],
                                  "after": [...], "ok": bool} | {"skipped": "reason"}}]}}}
 
@@ -101,8 +103,22 @@ def _param_key(params: list[dict]) -> tuple:
         else:
             bases.append(None)
             ptr = None
+        inner = []
+        if not alloc and hexb and p.get("inner"):
+            raw = bytearray(bytes.fromhex(hexb))
+            for at, base, extent in p["inner"]:
+                at, base, extent = int(at), int(base), int(extent)
+                value = int.from_bytes(raw[at:at + 8], "little")
+                inner.append({"at": at, "extent": extent, "offset": value - base,
+                              "alias": next((j for j, b in enumerate(bases) if b == base), None)})
+                raw[at:at + 8] = bytes(8)          # the shape sees allocations, not addresses
+            key.append((off, size, raw.hex(), tuple((d["at"], d["extent"], d["offset"]) for d in inner)))
+        elif not alloc:
             key.append((off, size, hexb))
-        shaped.append({"offset": off, "size": size, "bytes": hexb, "pointer": ptr})
+        d = {"offset": off, "size": size, "bytes": hexb, "pointer": ptr}
+        if inner:
+            d["inner"] = inner
+        shaped.append(d)
     return tuple(key), shaped
 
 
@@ -252,6 +268,12 @@ def validate_capture(doc, where: str = "capture") -> dict:
                 if ptr is not None:
                     _need(isinstance(ptr, dict) and isinstance(ptr.get("extent"), int)
                           and isinstance(ptr.get("offset"), int), pw, "pointer needs integer extent and offset")
+                inner = p.get("inner", [])
+                _need(isinstance(inner, list), pw, "'inner' is not a list")
+                for q in inner:
+                    _need(isinstance(q, dict) and all(isinstance(q.get(k), int) for k in ("at", "extent", "offset"))
+                          and 0 <= q["at"] and q["at"] + 8 <= p["size"], pw,
+                          "an inner pointer needs integer at/extent/offset inside the parameter")
     return doc
 
 

@@ -11,7 +11,8 @@
  * For every launch, on API enter, it appends one JSON line to $SUPEROPT_CAPTURE_OUT:
  *   {"t":"launch","pid":P,"tid":T,"corr":C,"cbid":ID,"kernel":"_Z...","grid":[x,y,z],
  *    "block":[x,y,z],"shared":N,"capturing":0|1,
- *    "params":[{"offset":O,"size":S,"bytes":"hex","alloc":[base,extent]|null}, ...],
+ *    "params":[{"offset":O,"size":S,"bytes":"hex","alloc":[base,extent]|null
+ *               [,"inner":[[at,base,extent],...]]}, ...],   (inner: pointer fields of a struct by value)
  *    "snapshot":{...}|absent}
  * and for every kernel execution the activity API reports:
  *   {"t":"time","pid":P,"corr":C,"kernel":"_Z...","start":ns,"end":ns}
@@ -20,7 +21,7 @@
  * Environment:
  *   SUPEROPT_CAPTURE_OUT        file to append JSON lines to (required; nothing is done without it)
  *   SUPEROPT_CAPTURE_DATA_DIR   if set: snapshot, for the first launch of each distinct shape,
- *                               every pointer parameter's allocation range [ptr, base+extent)
+ *                               every pointer parameter's (and struct pointer field's) allocation range [ptr, base+extent)
  *                               before and after the launch into files in this directory
  *   SUPEROPT_CAPTURE_DATA_CAP   cap in bytes per launch snapshot (default 268435456); a launch
  *                               whose ranges add up to more is skipped with a note
@@ -224,7 +225,7 @@ static int first_time(uint64_t h) {
 }
 
 /* ------------------------------------------------------------------ snapshots */
-typedef struct { int index; CUdeviceptr ptr; size_t len; } range_t;
+typedef struct { int index; long at; CUdeviceptr ptr; size_t len; } range_t;   /* at: byte offset of a pointer field inside a by-value struct, -1 for a pointer parameter */
 
 typedef struct {
     int active;
@@ -239,7 +240,10 @@ static int dump_ranges(const pending_t *p, const char *phase, sbuf *files) {
     int ok = 1;
     for (int i = 0; i < p->n; i++) {
         char path[4096];
-        snprintf(path, sizeof path, "%s/%s-p%d.%s.bin", g_data_dir, p->prefix, p->r[i].index, phase);
+        if (p->r[i].at >= 0)
+            snprintf(path, sizeof path, "%s/%s-p%d+%ld.%s.bin", g_data_dir, p->prefix, p->r[i].index, p->r[i].at, phase);
+        else
+            snprintf(path, sizeof path, "%s/%s-p%d.%s.bin", g_data_dir, p->prefix, p->r[i].index, phase);
         void *host = malloc(p->r[i].len ? p->r[i].len : 1);
         if (!host) { emit_msg("error", "snapshot", "out of host memory for %zu bytes", p->r[i].len); ok = 0; continue; }
         CUresult e = drv.MemcpyDtoH(host, p->r[i].ptr, p->r[i].len);
@@ -258,7 +262,9 @@ static int dump_ranges(const pending_t *p, const char *phase, sbuf *files) {
         close(fd);
         free(host);
         if (files) {
-            sb_printf(files, "%s{\"param\":%d,\"bytes\":%zu,\"path\":", files->n > 1 ? "," : "", p->r[i].index, p->r[i].len);
+            sb_printf(files, "%s{\"param\":%d,", files->n > 1 ? "," : "", p->r[i].index);
+            if (p->r[i].at >= 0) sb_printf(files, "\"at\":%ld,", p->r[i].at);
+            sb_printf(files, "\"bytes\":%zu,\"path\":", p->r[i].len);
             sb_str(files, path);
             sb_printf(files, "}");
         }
@@ -366,6 +372,7 @@ static void on_launch_enter(const CUpti_CallbackData *cb, CUpti_CallbackId cbid,
                     h = fnv(h, &extent, sizeof extent); h = fnv(h, &rel, sizeof rel);
                     if (pend && pend->n < MAX_PARAMS && rel < extent) {
                         pend->r[pend->n].index = (int)i;
+                        pend->r[pend->n].at = -1;
                         pend->r[pend->n].ptr = v;
                         pend->r[pend->n].len = extent - rel;
                         snap_total += extent - rel;
@@ -375,7 +382,38 @@ static void on_launch_enter(const CUpti_CallbackData *cb, CUpti_CallbackId cbid,
             }
             if (!is_ptr) {
                 sb_printf(&b, ",\"alloc\":null");
-                if (src) h = fnv(h, src, size);
+                if (src && size > 8 && size <= 4096 && drv.MemGetAddressRange) {
+                    /* a struct by value: its aligned 8-byte words that point into device
+                       allocations are pointer fields ("inner": [[at, base, extent], ...]);
+                       the shape hash sees their allocation and offset, not their address */
+                    unsigned char masked[4096];
+                    memcpy(masked, src, size);
+                    int first = 1;
+                    for (size_t at = 0; at + 8 <= size; at += 8) {
+                        CUdeviceptr v;
+                        memcpy(&v, src + at, 8);
+                        CUdeviceptr base = 0; size_t extent = 0;
+                        if (!v || drv.MemGetAddressRange(&base, &extent, v) != CUDA_SUCCESS || !extent) continue;
+                        unsigned long long rel = (unsigned long long)(v - base);
+                        sb_printf(&b, "%s[%zu,%llu,%llu]", first ? ",\"inner\":[" : ",", at,
+                                  (unsigned long long)base, (unsigned long long)extent);
+                        first = 0;
+                        memset(masked + at, 0, 8);
+                        h = fnv(h, &extent, sizeof extent); h = fnv(h, &rel, sizeof rel);
+                        if (pend && pend->n < MAX_PARAMS && rel < extent) {
+                            pend->r[pend->n].index = (int)i;
+                            pend->r[pend->n].at = (long)at;
+                            pend->r[pend->n].ptr = v;
+                            pend->r[pend->n].len = extent - rel;
+                            snap_total += extent - rel;
+                            pend->n++;
+                        }
+                    }
+                    if (!first) sb_printf(&b, "]");
+                    h = fnv(h, masked, size);
+                } else if (src) {
+                    h = fnv(h, src, size);
+                }
             }
             sb_printf(&b, "}");
             nparams++;

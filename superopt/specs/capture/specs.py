@@ -14,7 +14,7 @@ import math
 import struct
 from dataclasses import dataclass, field
 
-from superopt.specs.launch_spec import Buffer, LaunchSpec, Scalar, SpecError, elem_type
+from superopt.specs.launch_spec import Buffer, Bytes, LaunchSpec, Scalar, SpecError, elem_type
 
 from .format import MINOR_SHARE, kernel_share
 
@@ -72,6 +72,69 @@ def read_only_params(fn) -> set[int]:
     return {r.index for r in roles if f"param:{r.name}" not in writers and not r.written and not r.atomic}
 
 
+def struct_field_types(fn) -> dict[tuple[str, int], str]:
+    """(param name, byte offset) -> element type of the memory a pointer field of a by-value
+    struct param points to, as the kernel's loads and stores through it use it: the field is
+    read with ``ld.param.u64 %r, [param+offset]``, maybe moved or converted (``cvta``), and
+    used as the base of global/generic accesses."""
+    from ptx_ir.nodes import Addr, Reg, Sym
+    params = {p.name for p in fn.params}
+    origin: dict[str, tuple[str, int]] = {}
+    for inst in fn.instructions:
+        ops = list(inst.operands or ())
+        if not ops:
+            continue
+        if inst.opcode == "ld" and ".param" in inst.modifiers and len(ops) == 2 \
+                and isinstance(ops[1], Addr) and isinstance(ops[1].base, Sym) and ops[1].base.name in params:
+            if isinstance(ops[0], Reg):
+                origin[ops[0].name] = (ops[1].base.name, int(ops[1].offset or 0))
+        elif inst.opcode in ("cvta", "mov") and len(ops) == 2 and isinstance(ops[0], Reg) \
+                and isinstance(ops[1], Reg) and ops[1].name in origin:
+            origin[ops[0].name] = origin[ops[1].name]
+    out: dict[tuple[str, int], str] = {}
+    for a in fn.memory_accesses:
+        if a.space not in (".global", "generic") or a.affine is None or not a.type:
+            continue
+        # the field's register appears with coefficient 1 in the address (it is the base)
+        bases = [m[0][4:] for m, c in a.affine.terms
+                 if c == 1 and len(m) == 1 and str(m[0]).startswith("reg:") and m[0][4:] in origin]
+        if len(bases) != 1:
+            continue
+        field_ = origin[bases[0]]
+        if field_ not in out:
+            t = a.type.lstrip(".")
+            out[field_] = {"b8": "u8", "b16": "u16", "b32": "u32", "b64": "u64"}.get(t, t)
+    return out
+
+
+def _struct_param(fn, info, p: dict, name: str, raw: bytes, read_only: set[int], notes: list | None):
+    """A struct by value: a Bytes param with its captured bytes and, for each pointer field the
+    capture found, an embedded buffer as long as the allocation holds from the pointer on."""
+    inner = p.get("inner") or []
+    types = struct_field_types(fn) if inner else {}
+    pointers, bufs = {}, []
+    pname = fn.params[info.index].name
+    for q in inner:
+        at = int(q["at"])
+        etype = types.get((pname, at))
+        if etype is None:
+            if notes is not None:
+                notes.append(f"{name}: the field at byte {at} points into a device allocation but the kernel "
+                             "never loads or stores through it: passed as captured")
+            continue
+        try:
+            esize = elem_type(etype).size
+        except SpecError:
+            etype, esize = "u8", 1
+        avail = int(q["extent"]) - int(q["offset"])
+        bname = f"{name}_{at}"
+        pointers[at] = bname
+        direction = "inout"
+        bufs.append(Buffer(name=bname, type=etype, length_expr=max(avail, 0) // esize, direction=direction,
+                           embedded=True))
+    return Bytes(name=name, size=len(raw), hex=raw.hex(), pointers=pointers), bufs
+
+
 def _decode_scalar(info, raw: bytes, name: str):
     """(type, value) of a by-value param from its captured bytes."""
     if info.kind == "struct":
@@ -105,6 +168,7 @@ def shape_to_spec(fn, infos, names, shape: dict, read_only: set[int], notes: lis
         raise CaptureSpecError(f"the capture has {len(params)} parameters, the PTX entry {len(infos)}: "
                                "a different build of the kernel?")
     out = []
+    embedded: list = []
     for info, p, name in zip(infos, params, names):
         ptx = fn.params[info.index]
         want = ptx.size or ptx.element_size
@@ -134,6 +198,10 @@ def shape_to_spec(fn, infos, names, shape: dict, read_only: set[int], notes: lis
                              "in the program; the spec gives it a buffer of its own")
             direction = "in" if info.index in read_only else "inout"
             out.append(Buffer(name=name, type=etype, length_expr=length, direction=direction))
+        elif info.kind == "struct" and (info.size not in (1, 2, 4, 8) or p.get("inner")):
+            b, inner_bufs = _struct_param(fn, info, p, name, raw, read_only, notes)
+            out.append(b)
+            embedded.extend(inner_bufs)
         else:
             if ptr is not None and notes is not None:
                 notes.append(f"{name} is a {info.kind} by the kernel's signature but its value points into a "
@@ -142,7 +210,7 @@ def shape_to_spec(fn, infos, names, shape: dict, read_only: set[int], notes: lis
             if isinstance(v, float) and not math.isfinite(v) and notes is not None:
                 notes.append(f"{name} = {v} in the program")
             out.append(Scalar(name=name, type=t, value=v))
-    return LaunchSpec(kernel=fn.name, grid=tuple(shape["grid"]), block=tuple(shape["block"]), params=out,
+    return LaunchSpec(kernel=fn.name, grid=tuple(shape["grid"]), block=tuple(shape["block"]), params=out + embedded,
                       shared_bytes=int(shape.get("shared_bytes") or 0), vary_sizes=False, origin=ORIGIN)
 
 

@@ -1,6 +1,6 @@
 // A small program in the style of a real one: sizes in the program, static cudart (nvcc's
 // default), a 1-D kernel, a 2-D kernel with dynamic shared memory, a launch through
-// cudaLaunchKernelEx, and a non-zero exit code of its own.
+// cudaLaunchKernelEx, a struct by value holding pointers, and a non-zero exit code of its own.
 #include <cstdio>
 #include <cuda_runtime.h>
 
@@ -16,6 +16,12 @@ __global__ void tile2d(const float* in, float* out, int w, int h) {
   t[l] = (x < w && y < h) ? in[y * w + x] : 0.f;
   __syncthreads();
   if (x < w && y < h) out[y * w + x] = 2.f * t[l];
+}
+
+struct Axpy { int n; float a; const float* x; float* y; };   // a params struct by value, with pointers
+__global__ void axpy_s(Axpy p) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < p.n) p.y[i] = p.a * p.x[i] + 1.f;
 }
 
 __global__ void fill(unsigned* p, unsigned v, int n) {
@@ -38,6 +44,8 @@ int main() {
   saxpy<<<4, 256>>>(1000, 2.5f, x + 16, y);
   dim3 blk(16, 8), grd((w + 15) / 16, (h + 7) / 8);
   tile2d<<<grd, blk, 16 * 8 * sizeof(float)>>>(a, b, w, h);
+  Axpy s = {5000, 0.5f, x + 8, y};
+  axpy_s<<<20, 256>>>(s);
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(16);
   cfg.blockDim = dim3(256);

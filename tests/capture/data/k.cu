@@ -9,3 +9,8 @@ __global__ void scale2(P2 p, double s, unsigned long long m, float* out, int n) 
   if (i < n) out[i] = p.a * (float)s + p.b + (float)m;
 }
 __global__ void bigs(Big b, float* out) { out[threadIdx.x] = b.a + b.d; }
+struct Axpy { int n; float a; const float* x; float* y; };
+__global__ void axpy_s(Axpy p) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < p.n) p.y[i] = p.a * p.x[i] + 1.f;
+}
