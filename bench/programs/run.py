@@ -12,7 +12,7 @@ For each program, in a scratch folder (a fresh copy of the program per mode):
 * ``plus``: ``make NVCC=nvcc-plus`` with NVCC_PLUS_BACKEND=gpu, NVCC_PLUS_BUDGET=--budget and a
   per-program, per-mode NVCC_PLUS_REPORT_DIR and NVCC_PLUS_CACHE_DIR (a fresh decision cache, so
   one mode never reuses another's decisions) -- "nvcc-plus without capture";
-* ``capture``: ``superopt capture -o cap.json -- ./program`` on the plain-nvcc build, then the
+* ``capture``: ``superopt capture -o cap.json --data -- ./program`` on the plain-nvcc build, then the
   same nvcc-plus build with NVCC_PLUS_CAPTURE=<cap.json> -- "nvcc-plus with capture".
 
 All builds first, then the runs: --reps rounds, each round running every built mode once in
@@ -306,7 +306,8 @@ def bench_program(name: str, args, work: Path, tools: dict) -> dict:
         else:
             cap = (work / "nvcc" / name / "cap.json").resolve()
             with gpu_held(args.run_timeout + args.capture_timeout):
-                c = run_cmd([*tools["superopt"], "capture", "-o", str(cap), "--", plain_bin],
+                c = run_cmd([*tools["superopt"], "capture", "-o", str(cap), *(["--data"] if args.data else []),
+                             "--", plain_bin],
                             Path(plain_bin).parent, base_env, args.capture_timeout)
             crec = {"rc": c["rc"], "seconds": round(c["seconds"], 3), "timed_out": c["timed_out"],
                     "file": str(cap), "bytes": cap.stat().st_size if cap.is_file() else None}
@@ -456,6 +457,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--build-timeout", type=float, default=900.0, help="seconds per build (default 900)")
     ap.add_argument("--run-timeout", type=float, default=60.0, help="seconds per program run (default 60)")
     ap.add_argument("--capture-timeout", type=float, default=180.0, help="seconds for superopt capture (default 180)")
+    ap.add_argument("--data", action=argparse.BooleanOptionalAction, default=True,
+                    help="capture with --data (the program's own buffers: a golden test and the input of index "
+                         "arrays); default on")
     ap.add_argument("--dry-run", action="store_true",
                     help="build only (nvcc and plus modes; no runs, no capture); writes no result file "
                          "unless --out is given")

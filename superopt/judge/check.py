@@ -59,7 +59,7 @@ import numpy as np
 import ptx_ir
 from superopt.judge.backends.base import Backend, BackendUnavailable, get_backend
 from superopt.judge.inputs import (InputSet, complement_poison, fresh_seed, is_nan_bits, make_input_set,
-                             make_rng, poison_unlike, input_plan)
+                             make_rng, poison_unlike, input_plan, snapshot_array)
 from superopt.specs.launch_spec import Buffer, Bytes, ElemType, LaunchSpec, SpecError
 
 __all__ = [
@@ -490,6 +490,9 @@ def run_baseline(baseline_ptx: str, spec: LaunchSpec, *, backend: Union[str, Bac
             valid.append(i)
     if not valid:
         return fail("no input set on which the baseline runs cleanly")
+    golden = _golden_problem(spec, base_sets, bres, unwritten, valid, policy, ev)
+    if golden:
+        return fail(golden)
     if base_writes_input:
         ev["notes"].append(f"the baseline modifies buffers declared 'in': {sorted(base_writes_input)} (compared as outputs)")
     if base_guard_reads:
@@ -504,6 +507,41 @@ def run_baseline(baseline_ptx: str, spec: LaunchSpec, *, backend: Union[str, Bac
                         seed=seed, sets=base_sets, results=bres, valid=valid, unwritten=unwritten,
                         writes_input=base_writes_input, slowest=slowest, evidence=ev,
                         guard_reads=base_guard_reads)
+
+
+def _golden_problem(spec: LaunchSpec, base_sets, bres, unwritten, valid, policy, ev) -> str | None:
+    """The golden test of a captured snapshot: on the set that starts from the program's own
+    data (set 0), nvcc's code must leave every buffer as the program's run left it. A
+    mismatch means the spec does not hold everything the kernel reads (globals, constant
+    memory, pointers stored in buffers, a stream the program overlapped) or the capture is of
+    another build; the check says so instead of judging anything on that spec."""
+    after = (spec.snapshot or {}).get("after") or {}
+    if not after or 0 not in valid:
+        return None
+    s0, r1 = base_sets[0], bres[0]
+    if not any(d == "program data" for d in s0.distributions.values()):
+        return None
+    for name, path in sorted(after.items()):
+        b = s0.spec.param(name)
+        et = b.elem
+        try:
+            want = snapshot_array(path, et, b.length)
+        except SpecError as e:
+            return f"the program's output cannot be read: {e}"
+        got = r1.outputs[name]
+        bad = ~compare_values(want, got, et, policy)
+        un = unwritten.get((0, name))
+        if un is not None:
+            bad &= ~un
+        if bad.any():
+            j = _first_diff(bad)
+            return (f"nvcc's code does not reproduce the program's own output on the program's data: buffer "
+                    f"{name!r} element {j} is {format_value(got, j, et)} here and {format_value(want, j, et)} after "
+                    f"the captured launch ({int(bad.sum())} elements differ). The kernel reads something the "
+                    f"launch spec does not hold (globals, __constant__ memory, pointers stored in buffers), "
+                    f"or the capture is of another build")
+    ev["golden"] = {"buffers": sorted(after), "result": "nvcc's code reproduced the program's own output"}
+    return None
 
 
 def check(baseline_ptx: str, candidate_ptx: str, spec: LaunchSpec, *,

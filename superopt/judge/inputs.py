@@ -30,6 +30,7 @@ guard zone of :data:`GUARD_BYTES` random canary bytes on each side.
 """
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, field, replace
 from typing import Union
@@ -42,7 +43,7 @@ __all__ = [
     "GUARD_BYTES", "InputSet", "fresh_seed", "make_rng", "generate", "poison", "complement_poison",
     "poison_unlike", "make_guards", "make_input_set", "FLOAT_DISTS", "INT_DISTS",
     "default_distribution", "float_specials", "is_nan_bits", "size_variants", "tail_variants",
-    "free_scalars", "multiple_variant", "input_plan",
+    "free_scalars", "multiple_variant", "input_plan", "snapshot_array",
 ]
 
 GUARD_BYTES = 256
@@ -374,13 +375,35 @@ class InputSet:
         return replace(self, data=data, guards=guards, run_tag=tag)
 
 
+@functools.lru_cache(maxsize=16)
+def _snapshot_cached(path: str, stamp: tuple, dtype: str, length: int) -> np.ndarray:
+    a = np.fromfile(path, dtype=np.dtype(dtype), count=length)
+    a.flags.writeable = False
+    return a
+
+
+def snapshot_array(path: str, et: ElemType, length: int) -> np.ndarray:
+    """``length`` elements of ``et`` from a capture's snapshot file (read once, read-only);
+    SpecError naming the file when it cannot give them."""
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise SpecError(f"snapshot {path}: {e.strerror or e}") from None
+    if st.st_size < length * et.size:
+        raise SpecError(f"snapshot {path}: {st.st_size} bytes, the buffer needs {length * et.size}")
+    return _snapshot_cached(path, (st.st_mtime_ns, st.st_size), et.dtype.str, int(length))
+
+
 def make_input_set(spec: LaunchSpec, seed: int | None = None, index: int = 0, *,
                    scalars: dict | None = None, distributions: dict | None = None,
-                   label: str | None = None) -> InputSet:
+                   label: str | None = None, program_data: bool | None = None) -> InputSet:
     """Generate one input set for ``spec`` (resolved with ``scalars`` overrides).
 
     ``distributions`` overrides buffer distributions by name; ``auto`` buffers get the
-    rotation of :func:`default_distribution` for ``index``.
+    rotation of :func:`default_distribution` for ``index``. With a snapshot in the spec
+    (``spec.snapshot``), set 0 (or ``program_data=True``) starts every buffer that is not
+    output-only from the program's own data; buffers of distribution ``snapshot`` start from
+    it in every set.
     """
     if seed is None:
         seed = fresh_seed()
@@ -390,9 +413,17 @@ def make_input_set(spec: LaunchSpec, seed: int | None = None, index: int = 0, *,
     data: dict[str, np.ndarray] = {}
     guards: dict[str, tuple[bytes, bytes]] = {}
     dists: dict[str, str] = {}
+    before = (rs.snapshot or {}).get("before") or {}
+    if program_data is None:
+        program_data = index == 0 and bool(before)
     for b in rs.buffers:
         et = b.elem
         d = (distributions or {}).get(b.name, b.distribution)
+        if d == "snapshot" or (program_data and b.name in before and b.direction != "out"):
+            data[b.name] = snapshot_array(before[b.name], et, b.length)
+            dists[b.name] = "program data"
+            guards[b.name] = make_guards(rng)
+            continue
         if d == "auto":
             d = default_distribution(et, index)
         if b.direction == "out":

@@ -455,6 +455,11 @@ class LaunchSpec:
     vary_sizes: bool = True
     # Where the spec came from: "toml:FILE", "comment", "inferred", ... (reports only).
     origin: str | None = None
+    # The program's own buffers around one real launch (a capture's --data snapshot):
+    # {"before": {buffer: file}, "after": {buffer: file}}. The first input set starts from
+    # "before", and nvcc's code must reproduce "after" on it (a golden test); buffers whose
+    # distribution is "snapshot" start from "before" in every set.
+    snapshot: dict | None = None
 
     def __post_init__(self):
         self.grid = _dim3(self.grid, "grid")
@@ -492,6 +497,20 @@ class LaunchSpec:
             if unknown:
                 raise SpecError(f"grid {self.grid!r} names {sorted(unknown)}, which are not scalar params")
         self.shared_bytes = int(self.shared_bytes)
+        if self.snapshot is not None:
+            snap = self.snapshot
+            if not isinstance(snap, dict) or not isinstance(snap.get("before", {}), dict) \
+                    or not isinstance(snap.get("after", {}), dict):
+                raise SpecError("snapshot must be a table {before = {buffer = file}, after = {buffer = file}}")
+            known = {b.name for b in self.buffers}
+            for part in ("before", "after"):
+                unknown = set(snap.get(part, {})) - known
+                if unknown:
+                    raise SpecError(f"snapshot {part}: {sorted(unknown)} are not buffers of the spec")
+            self.snapshot = {"before": dict(snap.get("before", {})), "after": dict(snap.get("after", {}))}
+        for b in self.buffers:
+            if b.distribution == "snapshot" and b.name not in ((self.snapshot or {}).get("before") or {}):
+                raise SpecError(f"buffer {b.name!r}: distribution 'snapshot' needs a snapshot of it")
 
     # -- access
     @property
@@ -565,6 +584,8 @@ class LaunchSpec:
             d["vary_sizes"] = False
         if self.origin:
             d["origin"] = self.origin
+        if self.snapshot:
+            d["snapshot"] = {k: dict(v) for k, v in self.snapshot.items()}
         return d
 
     @classmethod
@@ -584,10 +605,11 @@ class LaunchSpec:
         params = [param_from_dict(p) for p in d.pop("params", [])]
         vary = bool(d.pop("vary_sizes", True))
         org = d.pop("origin", None) or origin
+        snap = d.pop("snapshot", None)
         if d:
             raise SpecError(f"launch spec for {name!r}: unknown keys {sorted(d)}")
         return cls(kernel=name, grid=grid, block=block, params=params, shared_bytes=shared,
-                   vary_sizes=vary, origin=org)
+                   vary_sizes=vary, origin=org, snapshot=snap)
 
     def to_json(self, **kw) -> str:
         return json.dumps(self.to_dict(), **kw)

@@ -11,10 +11,13 @@ threads launched), for fast checks.
 from __future__ import annotations
 
 import math
+import os
 import struct
 from dataclasses import dataclass, field
 
 from superopt.specs.launch_spec import Buffer, Bytes, LaunchSpec, Scalar, SpecError, elem_type
+
+from superopt.specs.data_roles import index_buffers, struct_field_types
 
 from .format import MINOR_SHARE, kernel_share
 
@@ -70,41 +73,6 @@ def read_only_params(fn) -> set[int]:
             if not any(a.inst is inst for a in fn.memory_accesses):
                 return set()
     return {r.index for r in roles if f"param:{r.name}" not in writers and not r.written and not r.atomic}
-
-
-def struct_field_types(fn) -> dict[tuple[str, int], str]:
-    """(param name, byte offset) -> element type of the memory a pointer field of a by-value
-    struct param points to, as the kernel's loads and stores through it use it: the field is
-    read with ``ld.param.u64 %r, [param+offset]``, maybe moved or converted (``cvta``), and
-    used as the base of global/generic accesses."""
-    from ptx_ir.nodes import Addr, Reg, Sym
-    params = {p.name for p in fn.params}
-    origin: dict[str, tuple[str, int]] = {}
-    for inst in fn.instructions:
-        ops = list(inst.operands or ())
-        if not ops:
-            continue
-        if inst.opcode == "ld" and ".param" in inst.modifiers and len(ops) == 2 \
-                and isinstance(ops[1], Addr) and isinstance(ops[1].base, Sym) and ops[1].base.name in params:
-            if isinstance(ops[0], Reg):
-                origin[ops[0].name] = (ops[1].base.name, int(ops[1].offset or 0))
-        elif inst.opcode in ("cvta", "mov") and len(ops) == 2 and isinstance(ops[0], Reg) \
-                and isinstance(ops[1], Reg) and ops[1].name in origin:
-            origin[ops[0].name] = origin[ops[1].name]
-    out: dict[tuple[str, int], str] = {}
-    for a in fn.memory_accesses:
-        if a.space not in (".global", "generic") or a.affine is None or not a.type:
-            continue
-        # the field's register appears with coefficient 1 in the address (it is the base)
-        bases = [m[0][4:] for m, c in a.affine.terms
-                 if c == 1 and len(m) == 1 and str(m[0]).startswith("reg:") and m[0][4:] in origin]
-        if len(bases) != 1:
-            continue
-        field_ = origin[bases[0]]
-        if field_ not in out:
-            t = a.type.lstrip(".")
-            out[field_] = {"b8": "u8", "b16": "u16", "b32": "u32", "b64": "u64"}.get(t, t)
-    return out
 
 
 def _struct_param(fn, info, p: dict, name: str, raw: bytes, read_only: set[int], notes: list | None):
@@ -210,8 +178,59 @@ def shape_to_spec(fn, infos, names, shape: dict, read_only: set[int], notes: lis
             if isinstance(v, float) and not math.isfinite(v) and notes is not None:
                 notes.append(f"{name} = {v} in the program")
             out.append(Scalar(name=name, type=t, value=v))
-    return LaunchSpec(kernel=fn.name, grid=tuple(shape["grid"]), block=tuple(shape["block"]), params=out + embedded,
-                      shared_bytes=int(shape.get("shared_bytes") or 0), vary_sizes=False, origin=ORIGIN)
+    params = out + embedded
+    snapshot = _snapshot_files(fn, infos, names, shape, params, notes)
+    # buffers whose contents decide addresses or loop trips keep the program's data in every set
+    by_ptx = {(fn.params[info.index].name, None): name for info, name in zip(infos, names)}
+    by_ptx.update({(fn.params[info.index].name, off): f"{name}_{off}"
+                   for info, name, p in zip(infos, names, out) if isinstance(p, Bytes) for off in p.pointers})
+    index = {by_ptx[k] for k in index_buffers(fn) if k in by_ptx}
+    index = {n for n in index if any(isinstance(q, Buffer) and q.name == n for q in params)}
+    if index:
+        have = set((snapshot or {}).get("before", {}))
+        for q in params:
+            if isinstance(q, Buffer) and q.name in index and q.name in have:
+                q.distribution = "snapshot"
+        missing = [q.name for q in params if isinstance(q, Buffer) and q.name in index - have]
+        if missing and notes is not None:
+            notes.append(f"{', '.join(missing)}: the kernel's addresses or loop trips depend on their contents; "
+                         "random contents may not be a valid input (capture with --data to check on the "
+                         "program's own data)")
+    return LaunchSpec(kernel=fn.name, grid=tuple(shape["grid"]), block=tuple(shape["block"]), params=params,
+                      shared_bytes=int(shape.get("shared_bytes") or 0), vary_sizes=False, origin=ORIGIN,
+                      snapshot=snapshot)
+
+
+def _snapshot_files(fn, infos, names, shape: dict, params: list, notes: list | None) -> dict | None:
+    """The shape's --data snapshot as {"before": {buffer: file}, "after": {buffer: file}}, for
+    the buffers of ``params``; None without a complete snapshot."""
+    snap = shape.get("snapshot") or {}
+    if not snap.get("ok") or not snap.get("before"):
+        if snap.get("skipped") and notes is not None:
+            notes.append(f"no data snapshot: {snap['skipped']}")
+        return None
+    name_of = {}
+    for info, name in zip(infos, names):
+        name_of[(info.index, None)] = name
+    bufs = {q.name: q for q in params if isinstance(q, Buffer)}
+    out: dict = {"before": {}, "after": {}}
+    for part in ("before", "after"):
+        for e in snap.get(part) or []:
+            at = e.get("at")
+            name = name_of.get((int(e["param"]), None))
+            if name is not None and at is not None:
+                name = f"{name}_{int(at)}"
+            b = bufs.get(name)
+            if b is None or not os.path.isfile(str(e.get("path"))):
+                continue
+            if int(e.get("bytes", -1)) < b.length * b.elem.size:
+                continue
+            out[part][name] = str(e["path"])
+    if set(out["before"]) != set(bufs):
+        if notes is not None:
+            notes.append("the data snapshot does not cover every buffer: not used")
+        return None
+    return out
 
 
 def _work(shape: dict) -> tuple:

@@ -14,3 +14,11 @@ __global__ void axpy_s(Axpy p) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < p.n) p.y[i] = p.a * p.x[i] + 1.f;
 }
+struct Csr { int rows; const int* row_ptr; const int* col; const float* val; };
+__global__ void spmv(Csr m, const float* x, float* y) {
+  int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= m.rows) return;
+  float s = 0.f;
+  for (int j = m.row_ptr[r]; j < m.row_ptr[r + 1]; j++) s += m.val[j] * x[m.col[j]];
+  y[r] = s;
+}
