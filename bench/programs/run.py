@@ -306,7 +306,7 @@ def bench_program(name: str, args, work: Path, tools: dict) -> dict:
         else:
             cap = (work / "nvcc" / name / "cap.json").resolve()
             with gpu_held(args.run_timeout + args.capture_timeout):
-                c = run_cmd([*tools["superopt"], "capture", "-o", str(cap), *(["--data"] if args.data else []),
+                c = run_cmd([*tools["superopt"], "capture", "-o", str(cap), *(["--data", "--data-cap", args.data_cap] if args.data else []),
                              "--", plain_bin],
                             Path(plain_bin).parent, base_env, args.capture_timeout)
             crec = {"rc": c["rc"], "seconds": round(c["seconds"], 3), "timed_out": c["timed_out"],
@@ -460,6 +460,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", action=argparse.BooleanOptionalAction, default=True,
                     help="capture with --data (the program's own buffers: a golden test and the input of index "
                          "arrays); default on")
+    ap.add_argument("--data-cap", default="2G", help="superopt capture --data-cap (default 2G: the programs' "
+                                                       "buffers are up to ~600 MB per launch)")
     ap.add_argument("--dry-run", action="store_true",
                     help="build only (nvcc and plus modes; no runs, no capture); writes no result file "
                          "unless --out is given")

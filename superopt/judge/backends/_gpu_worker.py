@@ -391,6 +391,11 @@ class Worker:
                     cu.cuModuleUnload(mod)
                 except Exception:  # noqa: BLE001
                     pass
+        cause = next((f"set {k} before it ended in {r['status']}: {r['error']}" for k, r in enumerate(results)
+                      if r["status"] in ("crash", "timeout")), None)
+        for r in results:
+            if r["status"] == "not_run" and r["error"] is None:
+                r["error"] = f"not run: {cause}" if cause else "not run"
         out_file = req.get("out_file")
         if out_file:
             # changed buffers go to a shared-memory file instead of the pipe

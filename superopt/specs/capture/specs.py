@@ -86,10 +86,12 @@ def _struct_param(fn, info, p: dict, name: str, raw: bytes, read_only: set[int],
         at = int(q["at"])
         etype = types.get((pname, at))
         if etype is None:
+            # the kernel's accesses through it could not be attributed (or there are none):
+            # still a real allocation of the captured extent, its elements taken as bytes
+            etype = "u8"
             if notes is not None:
-                notes.append(f"{name}: the field at byte {at} points into a device allocation but the kernel "
-                             "never loads or stores through it: passed as captured")
-            continue
+                notes.append(f"{name}: the element type behind the pointer field at byte {at} is not known "
+                             "from the kernel's accesses: given as bytes")
         try:
             esize = elem_type(etype).size
         except SpecError:
