@@ -263,11 +263,12 @@ class CudaReference:
     original_entry: str         # the entry's name in nvcc's PTX (mangled or not)
     signature: KernelSignature
     module_header: tuple        # (version, targets, address_size) of nvcc's PTX
+    display_name: str = ""      # the kernel's C++ name (demangled)
     kind: str = field(default="cuda", init=False)
 
     @property
     def label(self) -> str:
-        return f"{Path(self.path).name}:{self.original_entry}"
+        return f"{Path(self.path).name}:{self.display_name or self.original_entry}"
 
     def describe(self) -> dict:
         return {"kind": "cuda", "label": self.label, "path": self.path, "entry": self.original_entry,
@@ -355,4 +356,4 @@ def load_cuda_reference(path: Path, kernel: str | None, sig: KernelSignature | N
                                  f"is {ptype} ({size} bytes)")
     renamed = rename_entry(ptx, fn.name, sig.name)
     return CudaReference(str(path), source, renamed, sig.name, fn.name, sig,
-                         (module.version, tuple(module.target or ()), module.address_size))
+                         (module.version, tuple(module.target or ()), module.address_size), base)
