@@ -263,3 +263,14 @@ def test_cuda_reference_is_the_baseline_on_the_same_judge(tmp_path):
     # without --signature the reference's own C signature is the kernel's
     t2 = build_task("add", reference=str(cu))
     assert t2.signature.text == "vadd_ref(const float* a, const float* b, float* c, int n)"
+
+
+def test_the_grammar_pins_the_header_and_admits_a_good_body(tmp_path):
+    pytest.importorskip("xgrammar")
+    from superopt.model.grammar import accepts, kernel_grammar
+    t = _task(tmp_path)
+    module = t.stub_module
+    grammar = kernel_grammar(module.function("vadd"), module=module, max_statements=40)
+    assert accepts(grammar, VADD_FN)
+    assert not accepts(grammar, VADD_FN.replace(".entry vadd(", ".entry vsub("))
+    assert not accepts(grammar, VADD_FN.replace(".param .u32 vadd_param_3", ".param .u64 vadd_param_3"))
