@@ -51,7 +51,7 @@ import numpy as np
 import ptx_ir
 from superopt.generate.signature import KernelSignature, SignatureError, parse_signature
 from superopt.judge.backends.base import Backend, RunResult
-from superopt.specs.launch_spec import Buffer, Scalar
+from superopt.specs.launch_spec import Buffer
 
 __all__ = ["ReferenceError", "NumpyReference", "CudaReference", "NumpyReferenceBackend", "load_numpy_reference",
            "load_cuda_reference", "split_reference_arg", "numpy_reference_from_callable"]

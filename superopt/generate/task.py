@@ -4,7 +4,6 @@ that every bad input is reported (exit 2) without spending model time."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 import ptx_ir
 from superopt.generate.reference import (CudaReference, NumpyReference, ReferenceError, load_cuda_reference,
@@ -148,8 +147,3 @@ def _cuda_specs(ref: CudaReference, notes: list) -> list:
     notes.append(f"launch spec from the reference kernel ({specs[0].origin or 'inferred'})")
     return [replace(s, kernel=ref.kernel) for s in specs]
 
-
-def read_description(text: str | None, path: Path | None) -> str:
-    if path is not None:
-        return Path(path).read_text()
-    return text or ""
