@@ -5,11 +5,18 @@ The driver (`nvcc_plus`) reaches this package through exactly one function,
 :mod:`superopt.store.discovery` on every compilation, which must stay cheap).
 """
 
-__all__ = ["OptimizeOutcome", "optimize_ptx"]
+__all__ = ["OptimizeOutcome", "optimize_ptx", "load_ipython_extension"]
+
+
+def load_ipython_extension(ipython) -> None:
+    """``%load_ext superopt`` in IPython/Jupyter: the ``%%ptxgen`` cell magic
+    (:mod:`superopt.generate.notebook`; needs the ``notebook`` extra)."""
+    from superopt.generate.notebook import load_ipython_extension as load
+    load(ipython)
 
 
 def __getattr__(name: str):
-    if name in __all__:
+    if name in ("OptimizeOutcome", "optimize_ptx"):
         from superopt import api
         return getattr(api, name)
     raise AttributeError(f"module 'superopt' has no attribute {name!r}")

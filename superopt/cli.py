@@ -220,3 +220,7 @@ from superopt.model.cli import dataset_group, model_group  # noqa: E402
 
 main.add_command(model_group, "model")
 main.add_command(dataset_group, "dataset")
+
+from superopt.generate.cli import generate_command  # noqa: E402
+
+main.add_command(generate_command, "generate")

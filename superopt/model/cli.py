@@ -305,16 +305,20 @@ def dataset_group():
               help="Only rewrites measured faster than this.")
 @click.option("--no-cache", is_flag=True, help="Only the given records, not the cache's saved wins.")
 @click.option("--no-chat", is_flag=True, help="Leave out the ready-made chat example ('messages').")
-def export_command(paths, output, min_speedup, no_cache, no_chat):
+@click.option("--no-generations", is_flag=True, help="Leave out verified generations (superopt generate).")
+def export_command(paths, output, min_speedup, no_cache, no_chat, no_generations):
     """Write every verified, measured-faster rewrite as JSONL (baseline PTX, winning PTX,
     provenance, speedup, verification evidence) from records (PATHS: files or folders;
     default NVCC_PLUS_REPORT_DIR) and the cache."""
     from superopt.model.dataset import export
     if not paths and os.environ.get("NVCC_PLUS_REPORT_DIR") and Path(os.environ["NVCC_PLUS_REPORT_DIR"]).exists():
         paths = (Path(os.environ["NVCC_PLUS_REPORT_DIR"]),)
-    stats = export(output, paths, include_cache=not no_cache, min_speedup=min_speedup, chat=not no_chat)
+    stats = export(output, paths, include_cache=not no_cache, min_speedup=min_speedup, chat=not no_chat,
+                   generations=not no_generations)
     msg = (f"dataset: {stats['rows']} row(s) from {stats['files']} record file(s)"
            f"{' and the cache' if not no_cache else ''}")
+    if stats.get("generations"):
+        msg += f" ({stats['generations']} verified generation(s))"
     if stats["wins_without_text"]:
         msg += f"; {stats['wins_without_text']} kernel win(s) skipped: their records carry no PTX text"
     if stats["unreadable"]:

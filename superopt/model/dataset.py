@@ -18,6 +18,10 @@ hash and sample); the measured ``speedup`` and timing; the verification evidence
 seed, input sets, reason); ptxas resources of both; and ``messages``, a ready chat
 example (the rewrite-mode prompt and the winning function as the answer). Rows are
 de-duplicated by (baseline, optimized) text. Estimates (no GPU) are never exported.
+
+Verified generations (``superopt generate``) are rows too, with ``"task": "generate"``: the
+description, the reference, the verified PTX and the evidence
+(:mod:`superopt.generate.record`); ``--no-generations`` leaves them out.
 """
 from __future__ import annotations
 
@@ -166,10 +170,13 @@ def save_example(kernel_record: dict, *, target: str | None = None, root: Path |
 
 
 def collect(paths: Iterable = (), *, include_cache: bool = True, min_speedup: float = 1.0,
-            chat: bool = True) -> tuple[list[dict], dict]:
-    """Rows from record files under ``paths`` and (optionally) the cache; plus counts."""
+            chat: bool = True, generations: bool = True) -> tuple[list[dict], dict]:
+    """Rows from record files under ``paths`` and (optionally) the cache; plus counts.
+    ``generations``: also verified generations (``superopt generate``: ``task = "generate"``;
+    verified, not necessarily faster, so ``min_speedup`` does not apply to them)."""
+    from superopt.generate.record import GENERATE_TASK, is_generation_record, row_from_record
     rows: dict[str, dict] = {}
-    stats = {"files": 0, "unreadable": 0, "kernels": 0, "wins_without_text": 0, "rows": 0}
+    stats = {"files": 0, "unreadable": 0, "kernels": 0, "wins_without_text": 0, "rows": 0, "generations": 0}
     for path in iter_json_files(paths):
         try:
             doc = json.loads(path.read_text())
@@ -177,7 +184,14 @@ def collect(paths: Iterable = (), *, include_cache: bool = True, min_speedup: fl
             stats["unreadable"] += 1
             continue
         stats["files"] += 1
+        if is_generation_record(doc):
+            row = row_from_record(doc) if generations else None
+            if row is not None:
+                rows.setdefault(row["id"], row)
+            continue
         if isinstance(doc, dict) and doc.get("schema") == DATASET_SCHEMA:
+            if doc.get("task") == GENERATE_TASK and not generations:
+                continue
             rows.setdefault(doc.get("id") or _h(json.dumps(doc, sort_keys=True)), doc)
             continue
         for kr in kernel_records(doc):
@@ -196,6 +210,10 @@ def collect(paths: Iterable = (), *, include_cache: bool = True, min_speedup: fl
             except (OSError, json.JSONDecodeError):
                 stats["unreadable"] += 1
                 continue
+            if row.get("task") == GENERATE_TASK:
+                if generations:
+                    rows.setdefault(row.get("id") or path.stem, row)
+                continue
             if (row.get("speedup") or 0) <= min_speedup:
                 continue
             if chat and "messages" not in row:
@@ -206,6 +224,7 @@ def collect(paths: Iterable = (), *, include_cache: bool = True, min_speedup: fl
             rows.setdefault(row.get("id") or path.stem, row)
     out = sorted(rows.values(), key=lambda r: (str(r.get("kernel")), r.get("id")))
     stats["rows"] = len(out)
+    stats["generations"] = sum(1 for r in out if r.get("task") == GENERATE_TASK)
     return out, stats
 
 

