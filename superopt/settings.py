@@ -219,14 +219,17 @@ def markdown_table(group: str) -> str:
     """The README's table of one group (between ``<!-- settings:GROUP -->`` markers)."""
     rows = [s for s in SETTINGS if s.group == group]
     with_flags = any(s.flag for s in rows)
-    head = "| environment | " + ("flag | " if with_flags else "") + "nvcc-plus.toml | default | what it does |"
-    sep = "|---|" + ("---|" if with_flags else "") + "---|---|---|"
-    out = [head, sep]
+    with_toml = any(s.toml for s in rows)
+    head = ["environment"] + (["flag"] if with_flags else []) + (["nvcc-plus.toml"] if with_toml else [])
+    head += ["default", "what it does"]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for s in rows:
         cells = [f"`{s.env}`"]
         if with_flags:
             cells.append(f"`--plus-{s.flag}`" if s.flag else "—")
-        cells += [f"`{s.toml}`" if s.toml else "—", s.default.replace("|", "\\|") or "—", s.help]
+        if with_toml:
+            cells.append(f"`{s.toml}`" if s.toml else "—")
+        cells += [s.default.replace("|", "\\|") or "—", s.help]
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)
 
