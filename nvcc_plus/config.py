@@ -56,12 +56,8 @@ def find_config_file(start: str | None = None, source_dirs: list[str] | tuple = 
     """The nvcc-plus.toml of the project: from ``start`` (the working directory) up to the
     project root, then from each of ``source_dirs`` (the folders of the CUDA sources) up to
     theirs; never past a project root (see superopt.store.discovery)."""
-    from superopt.store.discovery import find_upwards
-    for folder in [start or os.getcwd(), *source_dirs]:
-        found = find_upwards(CONFIG_NAME, folder)
-        if found:
-            return found
-    return None
+    from superopt.store.locations import config_file
+    return config_file(start, source_dirs, env={})[0]
 
 
 def _truthy(v: object) -> bool:

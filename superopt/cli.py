@@ -26,44 +26,68 @@ def _console():
     return Console(stderr=False, highlight=False)
 
 
-def _ptx_of(path: Path, arch: str) -> str:
+def _ptx_of(path: Path, arch: str, nvcc_args=()) -> str:
     """PTX text of a .ptx or .cu file (see :func:`superopt.optimize.ptx_from_file`)."""
     from superopt.optimize import PtxSourceError, ptx_from_file
     try:
-        return ptx_from_file(path, arch)
+        return ptx_from_file(path, arch, nvcc_args)
     except PtxSourceError as exc:
         raise click.ClickException(str(exc)) from None
 
 
-@main.command("optimize")
+class _KernelProgress:
+    """Shows the kernel being searched in the command's status line (superopt.progress)."""
+
+    def __init__(self, status, file_name: str):
+        self.status = status
+        self.file_name = file_name
+
+    def kernel_started(self, kernel, index, total, budget_s):
+        self.status.update(f"{self.file_name}: searching {kernel.split('(')[0]} "
+                           f"({index}/{total}, budget {budget_s:g} s) ...")
+
+
+@main.command("optimize", context_settings={"ignore_unknown_options": True,
+                                            "allow_interspersed_args": False})
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("nvcc_args", nargs=-1, type=click.UNPROCESSED)
 @click.option("--kernel", "kernels", multiple=True, help="Only this kernel (mangled or demangled name); repeatable.")
 @click.option("--budget", type=float, help="Seconds per kernel (default: NVCC_PLUS_BUDGET or 30).")
-@click.option("--arch", default="sm_90", show_default=True, help="Target for .cu inputs.")
-@click.option("--backend", type=click.Choice(["auto", "gpu", "emulator"]), default="auto", show_default=True)
+@click.option("--arch", default="sm_90", show_default=True, help="Target for .cu inputs (an -arch in NVCC_ARGS wins).")
+@click.option("--backend", type=click.Choice(["auto", "gpu", "emulator"]), default=None,
+              help="Default: NVCC_PLUS_BACKEND, nvcc-plus.toml, else auto.")
 @click.option("--no-gpu", "no_gpu", type=click.Choice(["locked", "estimate"]), default=None,
               help="Without a GPU: apply only locked decisions (default) or choose by a static estimate.")
 @click.option("--report", "report_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Write the JSON record (and rendered reports, if available) here.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write the optimized PTX here.")
-def optimize_command(file: Path, kernels, budget, arch, backend, no_gpu, report_dir, output):
-    """Optimize every kernel of FILE (.cu or .ptx); print what happened to each."""
+def optimize_command(file: Path, nvcc_args, kernels, budget, arch, backend, no_gpu, report_dir, output):
+    """Optimize every kernel of FILE (.cu or .ptx); print what happened to each.
+
+    Options go before FILE; everything after FILE goes to nvcc as compiler flags
+    (superopt optimize --budget 10 k.cu -Iinclude -DN=4096 -std=c++17). nvcc-plus.toml is
+    found as a compilation of FILE finds it (superopt config --source FILE shows it)."""
     from rich.table import Table
 
-    from superopt.optimize import optimize_module
+    from superopt.config_cli import project_config
+    from superopt.optimize import SettingError, optimize_module
 
     console = _console()
-    ptx = _ptx_of(file, arch)
-    config = {"backend": backend}
-    if budget is not None:
-        config["budget"] = budget
-    if no_gpu:
-        config["no_gpu"] = no_gpu
+    ptx = _ptx_of(file, arch, nvcc_args)
+    config, _, _, problems = project_config(file)
+    for p in problems:
+        console.print(f"[yellow]warning:[/yellow] {p}")
+    overrides = {"backend": backend, "budget": budget, "no_gpu": no_gpu}
+    config["overrides"] = {k: v for k, v in overrides.items() if v is not None}
     import ptx_ir
     module = ptx_ir.parse(ptx)
     wanted = _resolve_kernels(module, kernels)
-    with console.status(f"optimizing {len(wanted) or len(module.kernels)} kernel(s) of {file.name} ..."):
-        result = optimize_module(ptx, source=str(file), config=config, kernels=wanted or None)
+    with console.status(f"optimizing {len(wanted) or len(module.kernels)} kernel(s) of {file.name} ...") as status:
+        config["progress"] = _KernelProgress(status, file.name)
+        try:
+            result = optimize_module(ptx, source=str(file), config=config, kernels=wanted or None)
+        except SettingError as exc:
+            raise click.ClickException(str(exc)) from None
     table = Table(title=f"superopt: {file.name}")
     for col in ("kernel", "status", "winner", "speedup", "candidates", "reason"):
         table.add_column(col)
@@ -76,6 +100,7 @@ def optimize_command(file: Path, kernels, budget, arch, backend, no_gpu, report_
     console.print(table)
     for m in result.messages:
         console.print(f"[yellow]note:[/yellow] {m}")
+    _print_spec_fixes(console, module, result.records["kernels"], file)
     if output:
         output.write_text(result.ptx)
         console.print(f"optimized PTX written to {output}")
@@ -84,6 +109,28 @@ def optimize_command(file: Path, kernels, budget, arch, backend, no_gpu, report_
         path = report_dir / f"{file.name}.record.json"
         path.write_text(json.dumps(result.records, indent=1))
         console.print(f"record written to {path}")
+
+
+def _not_verifiable(k: dict) -> bool:
+    return k.get("status") == "not-verifiable" or str(k.get("reason") or "").startswith("not verifiable")
+
+
+def _print_spec_fixes(console, module, kernels: list[dict], file: Path) -> None:
+    """For each kernel that could not be verified: why, and the exact spec to add."""
+    from superopt.specs.template import spec_template
+    source_text = file.read_text(errors="replace") if file.suffix != ".ptx" else None
+    for k in kernels:
+        if not _not_verifiable(k):
+            continue
+        why = str(k.get("reason") or "no launch spec").removeprefix("not verifiable: ")
+        console.print(f"\n[bold]{file}: kernel {k.get('signature') or k['kernel']}[/bold] is not verifiable "
+                      f"({why}); nvcc's code is kept.")
+        try:
+            tmpl = spec_template(module, k["kernel"], source_text)
+        except Exception as exc:  # noqa: BLE001 - the fix is advice; its failure must not hide the table
+            console.print(f"  (no template: {type(exc).__name__}: {exc}; see README, Launch specs)")
+            continue
+        console.print(tmpl.text(), markup=False)
 
 
 def _resolve_kernels(module, names) -> list[str]:
@@ -185,24 +232,11 @@ def try_command(pass_file: Path, targets, backend, arch, json_out):
     sys.exit(1 if bad else 0)
 
 
-@main.group("cache")
-def cache_group():
-    """Inspect or clear the decision cache."""
+from superopt.config_cli import config_command  # noqa: E402
+from superopt.store.cache_cli import cache_group  # noqa: E402
 
-
-@cache_group.command("info")
-def cache_info():
-    from superopt.store.cache import DecisionCache
-    cache = DecisionCache()
-    entries = cache.entries()
-    click.echo(f"{cache.root}: {len(entries)} decisions")
-
-
-@cache_group.command("clear")
-def cache_clear():
-    from superopt.store.cache import DecisionCache
-    cache = DecisionCache()
-    click.echo(f"removed {cache.clear()} decisions from {cache.root}")
+main.add_command(cache_group, "cache")
+main.add_command(config_command, "config")
 
 
 def _register_report_commands() -> None:

@@ -28,14 +28,17 @@ class SpecTemplate:
     cannot: list[str] = field(default_factory=list)      # what the format cannot express
 
     def text(self) -> str:
-        """The fix as shown to users: the comment, the table, what to check."""
-        lines = [f"add above the kernel in the source:", f"  {self.comment}",
+        """The fix as shown to users: the comment, the table, what to check (or, when the
+        spec format cannot describe the kernel, only that: a template that cannot work would
+        send the user on a wrong errand)."""
+        if self.cannot:
+            return ("a launch spec cannot describe this kernel yet: " + "; ".join(self.cannot)
+                    + ". Until it can, nvcc's code is kept for it.")
+        lines = ["To verify and optimize it, add above the kernel in the source:", f"  {self.comment}",
                  "or to nvcc-plus.toml:"]
         lines += ["  " + ln for ln in self.toml.rstrip().splitlines()]
         if self.guessed:
             lines.append("guessed, check against how the program launches it: " + "; ".join(self.guessed))
-        if self.cannot:
-            lines.append("not expressible yet: " + "; ".join(self.cannot))
         return "\n".join(lines)
 
 
@@ -101,7 +104,7 @@ def spec_template(module, kernel: str, source_text: str | None = None) -> SpecTe
         grid = f"cdiv({size},{block[0]})"
         guessed.append(f"{size}={GUESS_SIZE}, buffer lengths {size}, grid {grid}")
     else:
-        grid = str(max(1, GUESS_SIZE // block[0]))
+        grid = max(1, GUESS_SIZE // block[0])
         guessed.append(f"buffer lengths {GUESS_SIZE}, grid {grid}")
     if block_guessed:
         guessed.insert(0, f"block {block[0]}")

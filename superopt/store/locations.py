@@ -20,6 +20,22 @@ from pathlib import Path
 
 LOCK_NAME = "nvcc-plus.lock"
 LOCKFILE_ENV = "NVCC_PLUS_LOCKFILE"
+CONFIG_NAME = "nvcc-plus.toml"
+
+
+def config_file(cwd=None, source_dirs=(), env=None) -> tuple[str | None, str]:
+    """(the nvcc-plus.toml in use, how it was found): ``NVCC_PLUS_CONFIG``; else the first
+    found from the working directory up to its project root, then from each source folder
+    up to its project root (CMake compiles in the build directory)."""
+    env = os.environ if env is None else env
+    if env.get("NVCC_PLUS_CONFIG"):
+        return env["NVCC_PLUS_CONFIG"], "env NVCC_PLUS_CONFIG"
+    from superopt.store.discovery import find_upwards
+    for i, folder in enumerate([cwd or os.getcwd(), *source_dirs]):
+        found = find_upwards(CONFIG_NAME, folder)
+        if found:
+            return found, "found from the working directory" if i == 0 else f"found from {folder}"
+    return None, "none found"
 
 
 def _start_dirs(source_dir, cwd) -> list[str]:
