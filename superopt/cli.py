@@ -146,18 +146,78 @@ def _resolve_kernels(module, names) -> list[str]:
 
 
 @main.command("passes")
-def passes_command():
+@click.option("--json", "as_json", is_flag=True, help="Every pass as JSON (name, summary, assumes, parameters).")
+@click.option("--names", is_flag=True, help="Only the names, one a line (for NVCC_PLUS_PASSES).")
+def passes_command(as_json, names):
     """List the registered passes with what each assumes and its parameters."""
-    from rich.table import Table
-
     from superopt.passes import registry
-    table = Table(title="superopt passes", show_lines=True)
-    for col in ("pass", "what it does", "assumes / proves", "parameters"):
-        table.add_column(col)
-    for info in registry().values():
-        params = ", ".join(f"{k} in {v}" for k, v in info.params.items()) or "-"
-        table.add_row(info.name, info.summary, info.assumes, params)
-    _console().print(table)
+    infos = list(registry().values())
+    if names:
+        click.echo("\n".join(i.name for i in infos))
+        return
+    if as_json:
+        click.echo(json.dumps([{"name": i.name, "summary": i.summary, "assumes": i.assumes,
+                                "params": {k: list(v) for k, v in i.params.items()}} for i in infos],
+                              indent=1, default=str))
+        return
+    _console().print(_passes_table(infos))
+
+
+def _passes_table(infos):
+    """Two columns, so that 80 columns read well: the name (never broken), then what the
+    pass does, what it assumes or proves, and its parameters, one under the other."""
+    from rich.table import Table
+    from rich.text import Text
+    table = Table(title="superopt passes", show_lines=True, expand=False)
+    table.add_column("pass", no_wrap=True, style="bold")
+    table.add_column("what it does / assumes / parameters", overflow="fold")
+    for info in infos:
+        params = ", ".join(f"{k} in {list(v)}" for k, v in info.params.items()) or "none"
+        cell = Text(info.summary)
+        cell.append("\nassumes: ", style="dim")
+        cell.append(info.assumes)
+        cell.append("\nparameters: ", style="dim")
+        cell.append(params)
+        table.add_row(info.name, cell)
+    return table
+
+
+# What each fate of `superopt try` counts as: only a candidate the differential check accepted
+# is "verified"; a rewrite that merely assembled was not checked and never counts as passing.
+TRY_VERIFIED = ("verified", "faster", "not-faster", "not-confirmed", "not-timed", "winner", "estimate-winner")
+TRY_FAILED = ("rejected-check", "rejected-ptxas", "pass-crashed", "error")
+TRY_UNCHECKED = ("assembled-not-verifiable",)
+TRY_NOT_JUDGED = ("not-judged", "skipped-budget")
+
+
+def try_counts(rows: list[dict]) -> dict:
+    """Counts by what a row proves: verified (and faster), failed, only assembled, not judged,
+    same machine code as nvcc's, unreadable files."""
+    fates = [r["fate"] for r in rows]
+    return {"fired": sum(f != "unreadable" for f in fates),
+            "verified": sum(f in TRY_VERIFIED for f in fates),
+            "faster": sum(f in ("faster", "winner") for f in fates),
+            "failed": sum(f in TRY_FAILED for f in fates),
+            "unchecked": sum(f in TRY_UNCHECKED for f in fates),
+            "not_judged": sum(f in TRY_NOT_JUDGED for f in fates),
+            "same_code": sum(f == "same-code" for f in fates),
+            "unreadable": sum(f == "unreadable" for f in fates)}
+
+
+def try_summary(c: dict) -> str:
+    parts = [f"{c['verified']} verified ({c['faster']} faster)",
+             f"{c['failed']} failed verification or assembly"]
+    if c["unchecked"]:
+        parts.append(f"{c['unchecked']} assembled but not verifiable (no launch spec: not checked, "
+                     f"not counted as passing)")
+    if c["not_judged"]:
+        parts.append(f"{c['not_judged']} could not be judged")
+    if c["same_code"]:
+        parts.append(f"{c['same_code']} made the same machine code as nvcc")
+    line = f"fired on {c['fired']} kernel/parameter combinations: " + ", ".join(parts)
+    if c["unreadable"]:
+        line += f"; {c['unreadable']} file(s) unreadable"
+    return line
 
 
 @main.command("try")
@@ -167,55 +227,39 @@ def passes_command():
 @click.option("--backend", type=click.Choice(["auto", "gpu", "emulator"]), default="auto", show_default=True)
 @click.option("--arch", default="sm_90", show_default=True)
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Also write results as JSON.")
-def try_command(pass_file: Path, targets, backend, arch, json_out):
-    """Run a user pass over files: where it fired, whether each rewrite verified, speedups."""
+@click.option("--strict", is_flag=True, help="Exit 1 also when a rewrite could not be verified (not only when one failed).")
+def try_command(pass_file: Path, targets, backend, arch, json_out, strict):
+    """Run a user pass over files: where it fired, whether each rewrite verified, speedups.
+
+    Exit 0 when no rewrite failed, 1 when one did (with --strict, also when one was not
+    verified). A rewrite of a kernel without a launch spec is only assembled: it is
+    counted apart, never as passing."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
-    import ptx_ir
-    from superopt.search.candidates import Step, make_candidate
-    from superopt.optimize import find_spec
-    from superopt.passes import load_pass_file, param_grid
     from superopt.judge import BackendJudge
-    from superopt.search.loop import evaluate
-    from superopt.judge.ptxas import run_ptxas
+    from superopt.passes import load_pass_file
 
     console = _console()
-    infos = load_pass_file(pass_file)
+    try:
+        infos = load_pass_file(pass_file)
+    except Exception as exc:  # noqa: BLE001 - the user's file: say which and why, no traceback
+        raise click.ClickException(f"{pass_file}: cannot load the pass ({type(exc).__name__}: {exc})") from None
     files = []
     for t in targets:
         files.extend(sorted(p for p in t.rglob("*") if p.suffix in (".ptx", ".cu")) if t.is_dir() else [t])
     judge = BackendJudge(backend)
     rows = []
-    for path in files:
-        try:
-            ptx = _ptx_of(path, arch)
-            module = ptx_ir.parse(ptx)
-        except Exception as exc:
-            rows.append({"file": str(path), "kernel": "-", "pass": "-", "fate": "unreadable", "reason": str(exc)[:200]})
-            continue
-        target = module.target[0] if module.target else arch
-        for fn in module.kernels:
-            for info in infos:
-                for params in param_grid(info):
-                    row = {"file": str(path), "kernel": fn.signature or fn.name,
-                           "pass": str(Step(info.name, params))}
-                    try:
-                        cand = make_candidate(module, fn.name, [Step(info.name, params)],
-                                              {"proposer": "user-pass", "file": str(pass_file)})
-                    except Exception as exc:
-                        rows.append({**row, "fate": "pass-crashed", "reason": f"{type(exc).__name__}: {exc}"})
-                        continue
-                    if cand is None:
-                        continue
-                    specs, why = find_spec(module, fn.name, source=str(path), config=None)
-                    if not specs:
-                        static = run_ptxas(cand.ptx, target)
-                        rows.append({**row, "fate": "assembled" if static.ok else "rejected-ptxas",
-                                     "reason": f"not verifiable: {why}", "changes": len(cand.changes)})
-                        continue
-                    entry = evaluate(cand, ptx_ir.emit(module), specs, judge, target)
-                    rows.append({**row, "fate": entry["fate"], "reason": entry.get("reason"),
-                                 "speedup": entry.get("speedup"), "changes": len(cand.changes)})
+    err = Console(stderr=True, highlight=False)
+    progress = Progress(TextColumn("{task.description}"), BarColumn(bar_width=20), MofNCompleteColumn(),
+                        TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal)
+    with progress:
+        task = progress.add_task("superopt try", total=len(files))
+        for path in files:
+            progress.update(task, description=f"superopt try: {path.name}")
+            rows.extend(_try_file(path, arch, infos, pass_file, judge, progress, task))
+            progress.advance(task)
     table = Table(title=f"superopt try {pass_file.name} ({judge.backend})")
     for col in ("file", "kernel", "pass", "fate", "speedup", "reason"):
         table.add_column(col)
@@ -223,13 +267,58 @@ def try_command(pass_file: Path, targets, backend, arch, json_out):
         sp = f"{r['speedup']:.2f}x" if r.get("speedup") else "-"
         table.add_row(Path(r["file"]).name, r["kernel"][:40], r["pass"], r["fate"], sp, (r.get("reason") or "")[:70])
     console.print(table)
-    fired = [r for r in rows if r["fate"] not in ("unreadable",)]
-    bad = [r for r in fired if r["fate"] in ("rejected-check", "rejected-ptxas", "pass-crashed", "error")]
-    console.print(f"fired on {len(fired)} kernel/parameter combinations; "
-                  f"{len(bad)} failed verification or assembly")
+    counts = try_counts(rows)
+    console.print(try_summary(counts))
     if json_out:
-        json_out.write_text(json.dumps(rows, indent=1))
+        json_out.write_text(json.dumps({"counts": counts, "rows": rows}, indent=1))
+    bad = counts["failed"] or (strict and (counts["unchecked"] or counts["not_judged"]))
     sys.exit(1 if bad else 0)
+
+
+def _try_file(path: Path, arch: str, infos, pass_file: Path, judge, progress, task) -> list[dict]:
+    import ptx_ir
+    from superopt.judge.ptxas import run_ptxas
+    from superopt.optimize import find_spec
+    from superopt.passes import param_grid
+    from superopt.search.candidates import Step, make_candidate
+    from superopt.search.loop import evaluate
+    rows = []
+    try:
+        ptx = _ptx_of(path, arch)
+        module = ptx_ir.parse(ptx)
+    except Exception as exc:  # noqa: BLE001 - one bad file is one row
+        msg = exc.format_message() if isinstance(exc, click.ClickException) else str(exc)
+        return [{"file": str(path), "kernel": "-", "pass": "-", "fate": "unreadable", "reason": msg[:200]}]
+    target = module.target[0] if module.target else arch
+    baseline = ptx_ir.emit(module)
+    for fn in module.kernels:
+        spec = None                              # found once per kernel, when a pass fires
+        for info in infos:
+            for params in param_grid(info):
+                row = {"file": str(path), "kernel": fn.signature or fn.name, "pass": str(Step(info.name, params))}
+                try:
+                    cand = make_candidate(module, fn.name, [Step(info.name, params)],
+                                          {"proposer": "user-pass", "file": str(pass_file)})
+                except Exception as exc:  # noqa: BLE001 - the user's pass crashing is a result
+                    rows.append({**row, "fate": "pass-crashed", "reason": f"{type(exc).__name__}: {exc}"})
+                    continue
+                if cand is None:
+                    continue
+                if spec is None:
+                    progress.update(task, description=f"superopt try: {path.name}: {fn.name[:30]} (launch spec)")
+                    spec = find_spec(module, fn.name, source=str(path), config=None)
+                specs, why = spec
+                progress.update(task, description=f"superopt try: {path.name}: {fn.name[:30]} {info.name}")
+                if not specs:
+                    static = run_ptxas(cand.ptx, target)
+                    rows.append({**row, "fate": "assembled-not-verifiable" if static.ok else "rejected-ptxas",
+                                 "reason": f"not verifiable: {why}" if static.ok else static.log[:200],
+                                 "changes": len(cand.changes)})
+                    continue
+                entry = evaluate(cand, baseline, specs, judge, target)
+                rows.append({**row, "fate": str(entry["fate"]), "reason": entry.get("reason"),
+                             "speedup": entry.get("speedup"), "changes": len(cand.changes)})
+    return rows
 
 
 from superopt.config_cli import config_command  # noqa: E402
