@@ -10,24 +10,32 @@ README's generated blocks are current (``python -m superopt.settings --update-re
 Precedence, for every setting: ``--plus-*`` flag (or a ``superopt`` option) > environment >
 ``nvcc-plus.toml`` > default. :func:`resolve` applies it and says where a value came from.
 
-Standard library only, no imports at load time beyond ``dataclasses``: the driver reads this
+Standard library only and nothing imported at load time beyond ``os``: the driver reads this
 table on every compilation (to check the keys of nvcc-plus.toml).
 """
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 
-@dataclass(frozen=True)
 class Setting:
-    env: str                        # the environment variable
-    default: str                    # as shown to users ("" = unset / none)
-    help: str                       # one sentence: what it does
-    group: str                      # a key of GROUPS
-    toml: str | None = None         # key in nvcc-plus.toml (top level; driver keys also under [driver])
-    flag: str | None = None         # nvcc-plus's --plus-NAME flag (without the prefix)
-    alias_of: str | None = None     # another name for that setting's variable
+    """One setting (a plain class, not a dataclass: the driver imports this table on every
+    compilation, and building a dataclass costs milliseconds of start-up)."""
+
+    __slots__ = ("env", "default", "help", "group", "toml", "flag", "alias_of")
+
+    def __init__(self, env: str, default: str, help: str, group: str, toml: str | None = None,
+                 flag: str | None = None, alias_of: str | None = None):
+        self.env = env                  # the environment variable
+        self.default = default          # as shown to users ("" = unset / none)
+        self.help = help                # one sentence: what it does
+        self.group = group              # a key of GROUPS
+        self.toml = toml                # key in nvcc-plus.toml (driver keys also under [driver])
+        self.flag = flag                # nvcc-plus's --plus-NAME flag (without the prefix)
+        self.alias_of = alias_of        # another name for that setting's variable
+
+    def __repr__(self) -> str:
+        return f"Setting({self.env!r})"
 
 
 GROUPS = {
