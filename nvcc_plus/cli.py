@@ -24,6 +24,20 @@ def _exec(path: str, args: list[str]) -> int:
     return 0  # not reached
 
 
+def _source_dirs(args: list[str]) -> list[str]:
+    """Folders of the CUDA sources on the command line, where nvcc-plus.toml is also looked
+    for (under CMake the working directory is the build directory). A cheap scan: the full
+    argv model is only built when a run is replayed."""
+    from nvcc_plus.filetypes import CUDA_SOURCE_EXTS
+    out: list[str] = []
+    for a in args:
+        if not a.startswith("-") and os.path.splitext(a)[1] in CUDA_SOURCE_EXTS and os.path.isfile(a):
+            d = os.path.dirname(os.path.abspath(a))
+            if d not in out:
+                out.append(d)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     from nvcc_plus import real_nvcc as rn
@@ -47,8 +61,20 @@ def main(argv: list[str] | None = None) -> int:
             return _exec(launch, rest)          # not nvcc: be a transparent launcher
 
     args, plus, problems = split_plus_flags(args)
+    if "help" in plus:
+        from nvcc_plus.plus_help import help_text
+        sys.stdout.write(help_text())
+        return 0
     from nvcc_plus import config as cfgmod
-    cfg = cfgmod.load(plus)
+    cfg = cfgmod.load(plus, source_dirs=_source_dirs(args))
+    if "version" in plus:
+        from nvcc_plus.plus_help import version_text
+        try:
+            found = launch or rn.find(cfg.real_nvcc)
+        except rn.NotFound:
+            found = None
+        sys.stdout.write(version_text(found))
+        return 0
     for p in problems + cfg.problems:
         log.line(None, p)
 

@@ -1,25 +1,21 @@
 """nvcc-plus settings: defaults < nvcc-plus.toml < environment < --plus-* flags.
 
-nvcc-plus.toml is looked for in the working directory and its parents (the first one wins),
-or named by ``NVCC_PLUS_CONFIG`` / ``--plus-config=PATH``::
+Every setting, its variable, key and flag is listed once in :mod:`superopt.settings` (which
+``nvcc-plus --plus-help`` prints). nvcc-plus.toml is named by ``NVCC_PLUS_CONFIG`` /
+``--plus-config=PATH``, or discovered (:func:`find_config_file`): from the working directory
+upwards, then from each CUDA source's folder upwards, never past the project root (the
+folder holding ``.git``). The second walk is what makes a project's file count under CMake,
+which compiles in the build directory::
 
     mode = "optimize"            # off | roundtrip | optimize
-    [driver]                     # (these keys may also sit at the top level)
-    real_nvcc = "/usr/local/cuda/bin/nvcc"
-    timeout = 600                # seconds the optimizer may spend on one PTX module
-    build_budget = 3600          # seconds for all compilations of one build (nvcc_plus.budget)
-    verbose = false
-    report_dir = "build/nvcc-plus-records"   # one JSON file per PTX module with records
+    budget = 30                  # search keys sit at the top level
+    [driver]                     # (driver keys may also sit at the top level)
+    real_nvcc = "/usr/local/cuda/bin/nvcc"   # honoured only from a named file
+    timeout = 600
+    [kernels."saxpy"]            # launch specs (superopt.specs)
 
-The whole document is also handed to the optimizer (``config=``), so other tables
-(``[superopt]``, kernel launch specs, ...) belong to it.
-
-Environment: NVCC_PLUS_MODE, NVCC_PLUS_CONFIG, NVCC_PLUS_REAL_NVCC, NVCC_PLUS_TIMEOUT,
-NVCC_PLUS_BUILD_BUDGET (and NVCC_PLUS_BUILD_LEDGER),
-NVCC_PLUS_VERBOSE, NVCC_PLUS_REPORT_DIR, and the developer hook NVCC_PLUS_OPTIMIZER=module:function
-(called instead of ``superopt.optimize_ptx``, with the same signature).
-Flags: --plus-mode=, --plus-config=, --plus-real-nvcc=, --plus-timeout=, --plus-build-budget=, --plus-verbose,
---plus-report-dir= (removed before nvcc sees the command line).
+The whole document is also handed to the optimizer (``config=``, with ``config_path``). A key
+nothing reads is reported with the closest valid key.
 """
 from __future__ import annotations
 
@@ -30,7 +26,7 @@ MODES = ("off", "roundtrip", "optimize")
 DEFAULT_MODE = "optimize"
 DEFAULT_TIMEOUT = 600.0
 CONFIG_NAME = "nvcc-plus.toml"
-_DRIVER_KEYS = ("mode", "real_nvcc", "timeout", "verbose", "report_dir", "build_budget")
+PROGRESS = ("auto", "on", "off")
 
 
 class Config:
@@ -43,6 +39,7 @@ class Config:
         self.build_budget: float | None = None     # seconds for the whole build (nvcc_plus.budget)
         self.verbose: bool = False
         self.report_dir: str | None = None
+        self.progress: str = "auto"                # live progress on stderr: auto | on | off
         self.optimizer: str | None = None          # "module:function", developer/test hook
         self.config_path: str | None = None
         self.data: dict = {}                       # the whole nvcc-plus.toml
@@ -55,11 +52,12 @@ class Config:
         return out
 
 
-def find_config_file(start: str | None = None) -> str | None:
+def find_config_file(start: str | None = None, source_dirs: list[str] | tuple = ()) -> str | None:
     """The nvcc-plus.toml of the project: from ``start`` (the working directory) up to the
-    project root, never past it (see superopt.store.discovery)."""
-    from superopt.store.discovery import find_upwards
-    return find_upwards(CONFIG_NAME, start)
+    project root, then from each of ``source_dirs`` (the folders of the CUDA sources) up to
+    theirs; never past a project root (see superopt.store.discovery)."""
+    from superopt.store.locations import config_file
+    return config_file(start, source_dirs, env={})[0]
 
 
 def _truthy(v: object) -> bool:
@@ -80,15 +78,26 @@ def _timeout(v: object, where: str, problems: list[str]) -> float | None | bool:
     return t if t > 0 else None
 
 
+def _progress(v: object, where: str, problems: list[str], current: str) -> str:
+    text = str(v).strip().lower()
+    if isinstance(v, bool) or text in ("1", "true", "yes", "0", "false", "no"):
+        return "on" if _truthy(v) else "off"
+    if text in PROGRESS:
+        return text
+    problems.append(f"{where}: progress {v!r} is not one of {', '.join(PROGRESS)}; using {current}")
+    return current
+
+
 def load(plus: dict[str, str] | None = None, env: dict[str, str] | None = None,
-         cwd: str | None = None) -> Config:
+         cwd: str | None = None, source_dirs: list[str] | tuple = ()) -> Config:
+    from superopt.settings import DRIVER_TOML_KEYS, unknown_key_problems
     plus = plus or {}
     env = os.environ if env is None else env
     cfg = Config()
     mode_src = "default"
 
     named = plus.get("config") or env.get("NVCC_PLUS_CONFIG")
-    path = named or find_config_file(cwd)
+    path = named or find_config_file(cwd, source_dirs)
     if path:
         try:
             import tomllib
@@ -99,10 +108,11 @@ def load(plus: dict[str, str] | None = None, env: dict[str, str] | None = None,
             data = {}
         else:
             cfg.config_path = os.path.abspath(path)
+            cfg.problems += unknown_key_problems(data, cfg.config_path)
         base = os.path.dirname(os.path.abspath(path))
         cfg.data = data
         # Driver keys may sit at the top level or in a [driver] table (which wins).
-        drv = {k: data[k] for k in _DRIVER_KEYS if k in data}
+        drv = {k: data[k] for k in (*DRIVER_TOML_KEYS, "records_dir") if k in data}
         if isinstance(data.get("driver"), dict):
             drv.update(data["driver"])
         if "mode" in drv:
@@ -126,6 +136,8 @@ def load(plus: dict[str, str] | None = None, env: dict[str, str] | None = None,
                 cfg.build_budget = t
         if "verbose" in drv:
             cfg.verbose = _truthy(drv["verbose"])
+        if "progress" in drv:
+            cfg.progress = _progress(drv["progress"], path, cfg.problems, cfg.progress)
         rd = drv.get("report_dir") or drv.get("records_dir")
         if rd:
             cfg.report_dir = os.path.join(base, os.path.expanduser(str(rd)))
@@ -146,6 +158,8 @@ def load(plus: dict[str, str] | None = None, env: dict[str, str] | None = None,
         cfg.verbose = _truthy(env["NVCC_PLUS_VERBOSE"])
     if env.get("NVCC_PLUS_REPORT_DIR") or env.get("NVCC_PLUS_RECORDS_DIR"):
         cfg.report_dir = env.get("NVCC_PLUS_REPORT_DIR") or env["NVCC_PLUS_RECORDS_DIR"]
+    if env.get("NVCC_PLUS_PROGRESS"):
+        cfg.progress = _progress(env["NVCC_PLUS_PROGRESS"], "NVCC_PLUS_PROGRESS", cfg.problems, cfg.progress)
     if env.get("NVCC_PLUS_OPTIMIZER"):
         cfg.optimizer = env["NVCC_PLUS_OPTIMIZER"]
 
@@ -165,6 +179,8 @@ def load(plus: dict[str, str] | None = None, env: dict[str, str] | None = None,
         cfg.verbose = _truthy(plus["verbose"])
     if "report-dir" in plus:
         cfg.report_dir = plus["report-dir"]
+    if "progress" in plus:
+        cfg.progress = _progress(plus["progress"], "--plus-progress", cfg.problems, cfg.progress)
 
     cfg.mode = cfg.mode.lower()
     if cfg.mode not in MODES:

@@ -1,13 +1,17 @@
 """``--plus-*`` flags: nvcc-plus's own options, removed before nvcc sees the command line.
 
 --plus-mode=off|roundtrip|optimize, --plus-config=PATH, --plus-real-nvcc=PATH,
---plus-timeout=SECONDS, --plus-report-dir=DIR, --plus-verbose. ``--plus-KEY VALUE`` works too.
+--plus-timeout=SECONDS, --plus-build-budget=SECONDS, --plus-report-dir=DIR,
+--plus-progress=auto|on|off, --plus-verbose. ``--plus-KEY VALUE`` works too.
+--plus-help and --plus-version answer and exit (nvcc is not run).
 """
 from __future__ import annotations
 
 PLUS_PREFIX = "--plus-"
-PLUS_FLAGS_WITH_VALUE = {"mode", "config", "real-nvcc", "timeout", "report-dir", "build-budget"}
+PLUS_FLAGS_WITH_VALUE = {"mode", "config", "real-nvcc", "timeout", "report-dir", "build-budget",
+                         "progress"}
 PLUS_FLAGS_BOOL = {"verbose"}
+PLUS_FLAGS_INFO = {"help", "version"}      # answered by nvcc-plus itself, then it exits
 
 
 def split_plus_flags(argv: list[str]) -> tuple[list[str], dict[str, str], list[str]]:
@@ -33,7 +37,7 @@ def split_plus_flags(argv: list[str]) -> tuple[list[str], dict[str, str], list[s
                     i += 1
                     continue
             found[key] = val
-        elif key in PLUS_FLAGS_BOOL:
+        elif key in PLUS_FLAGS_BOOL or key in PLUS_FLAGS_INFO:
             found[key] = val if eq else "1"
         else:
             problems.append(f"unknown option {tok} ignored")

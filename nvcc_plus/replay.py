@@ -20,7 +20,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-from nvcc_plus import depfile, plan as planmod, real_nvcc as rn, swap
+from nvcc_plus import depfile, plan as planmod, progress_view, real_nvcc as rn, summary, swap
 from nvcc_plus.argv import NvccCommand
 from nvcc_plus.config import Config
 from nvcc_plus.log import Log
@@ -134,15 +134,29 @@ class Replayer:
             return
         t0 = time.monotonic()
         timeout, deadline = self._limits(source)
-        res = swap.swap_file(step.ptx, optimizer=self.optimizer, mode=self.cfg.mode,
-                             source=step.source_path or step.source, target=step.arch,
-                             config=self.cfg.optimizer_config(), timeout=timeout, deadline=deadline)
+        config = self.cfg.optimizer_config()
+        view = None
+        if self.cfg.mode == "optimize" and progress_view.wanted(self.cfg.progress):
+            view = progress_view.ProgressView(f"{os.path.basename(source)} {step.arch or ''}".strip())
+            config["progress"] = view
+        try:
+            res = swap.swap_file(step.ptx, optimizer=self.optimizer, mode=self.cfg.mode,
+                                 source=step.source_path or step.source, target=step.arch,
+                                 config=config, timeout=timeout, deadline=deadline)
+        finally:
+            if view is not None:
+                view.close()
+        seconds = time.monotonic() - t0
         if self.cfg.verbose:
-            self.log.info(f"{source}: optimizer on {step.arch} took {time.monotonic() - t0:.2f} s"
+            self.log.info(f"{source}: optimizer on {step.arch} took {seconds:.2f} s"
                           f" ({'changed' if res.changed else 'unchanged'})")
         if res.error:
             st.fallbacks.append((source, res.error, res.kernel, step.arch))
             return
+        line = summary.module_summary(res.records, seconds)
+        if line:
+            # First among the module's lines: what happened, then the details.
+            res.messages.insert(0, f"{step.arch}: {line}" if step.arch else line)
         st.kept.append((step, res))
         if res.changed:
             st.changes.append(_Change(step, res.original or b"", res))

@@ -26,44 +26,68 @@ def _console():
     return Console(stderr=False, highlight=False)
 
 
-def _ptx_of(path: Path, arch: str) -> str:
+def _ptx_of(path: Path, arch: str, nvcc_args=()) -> str:
     """PTX text of a .ptx or .cu file (see :func:`superopt.optimize.ptx_from_file`)."""
     from superopt.optimize import PtxSourceError, ptx_from_file
     try:
-        return ptx_from_file(path, arch)
+        return ptx_from_file(path, arch, nvcc_args)
     except PtxSourceError as exc:
         raise click.ClickException(str(exc)) from None
 
 
-@main.command("optimize")
+class _KernelProgress:
+    """Shows the kernel being searched in the command's status line (superopt.progress)."""
+
+    def __init__(self, status, file_name: str):
+        self.status = status
+        self.file_name = file_name
+
+    def kernel_started(self, kernel, index, total, budget_s):
+        self.status.update(f"{self.file_name}: searching {kernel.split('(')[0]} "
+                           f"({index}/{total}, budget {budget_s:g} s) ...")
+
+
+@main.command("optimize", context_settings={"ignore_unknown_options": True,
+                                            "allow_interspersed_args": False})
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("nvcc_args", nargs=-1, type=click.UNPROCESSED)
 @click.option("--kernel", "kernels", multiple=True, help="Only this kernel (mangled or demangled name); repeatable.")
 @click.option("--budget", type=float, help="Seconds per kernel (default: NVCC_PLUS_BUDGET or 30).")
-@click.option("--arch", default="sm_90", show_default=True, help="Target for .cu inputs.")
-@click.option("--backend", type=click.Choice(["auto", "gpu", "emulator"]), default="auto", show_default=True)
+@click.option("--arch", default="sm_90", show_default=True, help="Target for .cu inputs (an -arch in NVCC_ARGS wins).")
+@click.option("--backend", type=click.Choice(["auto", "gpu", "emulator"]), default=None,
+              help="Default: NVCC_PLUS_BACKEND, nvcc-plus.toml, else auto.")
 @click.option("--no-gpu", "no_gpu", type=click.Choice(["locked", "estimate"]), default=None,
               help="Without a GPU: apply only locked decisions (default) or choose by a static estimate.")
 @click.option("--report", "report_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Write the JSON record (and rendered reports, if available) here.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write the optimized PTX here.")
-def optimize_command(file: Path, kernels, budget, arch, backend, no_gpu, report_dir, output):
-    """Optimize every kernel of FILE (.cu or .ptx); print what happened to each."""
+def optimize_command(file: Path, nvcc_args, kernels, budget, arch, backend, no_gpu, report_dir, output):
+    """Optimize every kernel of FILE (.cu or .ptx); print what happened to each.
+
+    Options go before FILE; everything after FILE goes to nvcc as compiler flags
+    (superopt optimize --budget 10 k.cu -Iinclude -DN=4096 -std=c++17). nvcc-plus.toml is
+    found as a compilation of FILE finds it (superopt config --source FILE shows it)."""
     from rich.table import Table
 
-    from superopt.optimize import optimize_module
+    from superopt.config_cli import project_config
+    from superopt.optimize import SettingError, optimize_module
 
     console = _console()
-    ptx = _ptx_of(file, arch)
-    config = {"backend": backend}
-    if budget is not None:
-        config["budget"] = budget
-    if no_gpu:
-        config["no_gpu"] = no_gpu
+    ptx = _ptx_of(file, arch, nvcc_args)
+    config, _, _, problems = project_config(file)
+    for p in problems:
+        console.print(f"[yellow]warning:[/yellow] {p}")
+    overrides = {"backend": backend, "budget": budget, "no_gpu": no_gpu}
+    config["overrides"] = {k: v for k, v in overrides.items() if v is not None}
     import ptx_ir
     module = ptx_ir.parse(ptx)
     wanted = _resolve_kernels(module, kernels)
-    with console.status(f"optimizing {len(wanted) or len(module.kernels)} kernel(s) of {file.name} ..."):
-        result = optimize_module(ptx, source=str(file), config=config, kernels=wanted or None)
+    with console.status(f"optimizing {len(wanted) or len(module.kernels)} kernel(s) of {file.name} ...") as status:
+        config["progress"] = _KernelProgress(status, file.name)
+        try:
+            result = optimize_module(ptx, source=str(file), config=config, kernels=wanted or None)
+        except SettingError as exc:
+            raise click.ClickException(str(exc)) from None
     table = Table(title=f"superopt: {file.name}")
     for col in ("kernel", "status", "winner", "speedup", "candidates", "reason"):
         table.add_column(col)
@@ -76,6 +100,7 @@ def optimize_command(file: Path, kernels, budget, arch, backend, no_gpu, report_
     console.print(table)
     for m in result.messages:
         console.print(f"[yellow]note:[/yellow] {m}")
+    _print_spec_fixes(console, module, result.records["kernels"], file)
     if output:
         output.write_text(result.ptx)
         console.print(f"optimized PTX written to {output}")
@@ -84,6 +109,28 @@ def optimize_command(file: Path, kernels, budget, arch, backend, no_gpu, report_
         path = report_dir / f"{file.name}.record.json"
         path.write_text(json.dumps(result.records, indent=1))
         console.print(f"record written to {path}")
+
+
+def _not_verifiable(k: dict) -> bool:
+    return k.get("status") == "not-verifiable" or str(k.get("reason") or "").startswith("not verifiable")
+
+
+def _print_spec_fixes(console, module, kernels: list[dict], file: Path) -> None:
+    """For each kernel that could not be verified: why, and the exact spec to add."""
+    from superopt.specs.template import spec_template
+    source_text = file.read_text(errors="replace") if file.suffix != ".ptx" else None
+    for k in kernels:
+        if not _not_verifiable(k):
+            continue
+        why = str(k.get("reason") or "no launch spec").removeprefix("not verifiable: ")
+        console.print(f"\n[bold]{file}: kernel {k.get('signature') or k['kernel']}[/bold] is not verifiable "
+                      f"({why}); nvcc's code is kept.")
+        try:
+            tmpl = spec_template(module, k["kernel"], source_text)
+        except Exception as exc:  # noqa: BLE001 - the fix is advice; its failure must not hide the table
+            console.print(f"  (no template: {type(exc).__name__}: {exc}; see README, Launch specs)")
+            continue
+        console.print(tmpl.text(), markup=False)
 
 
 def _resolve_kernels(module, names) -> list[str]:
@@ -99,18 +146,78 @@ def _resolve_kernels(module, names) -> list[str]:
 
 
 @main.command("passes")
-def passes_command():
+@click.option("--json", "as_json", is_flag=True, help="Every pass as JSON (name, summary, assumes, parameters).")
+@click.option("--names", is_flag=True, help="Only the names, one a line (for NVCC_PLUS_PASSES).")
+def passes_command(as_json, names):
     """List the registered passes with what each assumes and its parameters."""
-    from rich.table import Table
-
     from superopt.passes import registry
-    table = Table(title="superopt passes", show_lines=True)
-    for col in ("pass", "what it does", "assumes / proves", "parameters"):
-        table.add_column(col)
-    for info in registry().values():
-        params = ", ".join(f"{k} in {v}" for k, v in info.params.items()) or "-"
-        table.add_row(info.name, info.summary, info.assumes, params)
-    _console().print(table)
+    infos = list(registry().values())
+    if names:
+        click.echo("\n".join(i.name for i in infos))
+        return
+    if as_json:
+        click.echo(json.dumps([{"name": i.name, "summary": i.summary, "assumes": i.assumes,
+                                "params": {k: list(v) for k, v in i.params.items()}} for i in infos],
+                              indent=1, default=str))
+        return
+    _console().print(_passes_table(infos))
+
+
+def _passes_table(infos):
+    """Two columns, so that 80 columns read well: the name (never broken), then what the
+    pass does, what it assumes or proves, and its parameters, one under the other."""
+    from rich.table import Table
+    from rich.text import Text
+    table = Table(title="superopt passes", show_lines=True, expand=False)
+    table.add_column("pass", no_wrap=True, style="bold")
+    table.add_column("what it does / assumes / parameters", overflow="fold")
+    for info in infos:
+        params = ", ".join(f"{k} in {list(v)}" for k, v in info.params.items()) or "none"
+        cell = Text(info.summary)
+        cell.append("\nassumes: ", style="dim")
+        cell.append(info.assumes)
+        cell.append("\nparameters: ", style="dim")
+        cell.append(params)
+        table.add_row(info.name, cell)
+    return table
+
+
+# What each fate of `superopt try` counts as: only a candidate the differential check accepted
+# is "verified"; a rewrite that merely assembled was not checked and never counts as passing.
+TRY_VERIFIED = ("verified", "faster", "not-faster", "not-confirmed", "not-timed", "winner", "estimate-winner")
+TRY_FAILED = ("rejected-check", "rejected-ptxas", "pass-crashed", "error")
+TRY_UNCHECKED = ("assembled-not-verifiable",)
+TRY_NOT_JUDGED = ("not-judged", "skipped-budget")
+
+
+def try_counts(rows: list[dict]) -> dict:
+    """Counts by what a row proves: verified (and faster), failed, only assembled, not judged,
+    same machine code as nvcc's, unreadable files."""
+    fates = [r["fate"] for r in rows]
+    return {"fired": sum(f != "unreadable" for f in fates),
+            "verified": sum(f in TRY_VERIFIED for f in fates),
+            "faster": sum(f in ("faster", "winner") for f in fates),
+            "failed": sum(f in TRY_FAILED for f in fates),
+            "unchecked": sum(f in TRY_UNCHECKED for f in fates),
+            "not_judged": sum(f in TRY_NOT_JUDGED for f in fates),
+            "same_code": sum(f == "same-code" for f in fates),
+            "unreadable": sum(f == "unreadable" for f in fates)}
+
+
+def try_summary(c: dict) -> str:
+    parts = [f"{c['verified']} verified ({c['faster']} faster)",
+             f"{c['failed']} failed verification or assembly"]
+    if c["unchecked"]:
+        parts.append(f"{c['unchecked']} assembled but not verifiable (no launch spec: not checked, "
+                     f"not counted as passing)")
+    if c["not_judged"]:
+        parts.append(f"{c['not_judged']} could not be judged")
+    if c["same_code"]:
+        parts.append(f"{c['same_code']} made the same machine code as nvcc")
+    line = f"fired on {c['fired']} kernel/parameter combinations: " + ", ".join(parts)
+    if c["unreadable"]:
+        line += f"; {c['unreadable']} file(s) unreadable"
+    return line
 
 
 @main.command("try")
@@ -120,55 +227,39 @@ def passes_command():
 @click.option("--backend", type=click.Choice(["auto", "gpu", "emulator"]), default="auto", show_default=True)
 @click.option("--arch", default="sm_90", show_default=True)
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Also write results as JSON.")
-def try_command(pass_file: Path, targets, backend, arch, json_out):
-    """Run a user pass over files: where it fired, whether each rewrite verified, speedups."""
+@click.option("--strict", is_flag=True, help="Exit 1 also when a rewrite could not be verified (not only when one failed).")
+def try_command(pass_file: Path, targets, backend, arch, json_out, strict):
+    """Run a user pass over files: where it fired, whether each rewrite verified, speedups.
+
+    Exit 0 when no rewrite failed, 1 when one did (with --strict, also when one was not
+    verified). A rewrite of a kernel without a launch spec is only assembled: it is
+    counted apart, never as passing."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
-    import ptx_ir
-    from superopt.search.candidates import Step, make_candidate
-    from superopt.optimize import find_spec
-    from superopt.passes import load_pass_file, param_grid
     from superopt.judge import BackendJudge
-    from superopt.search.loop import evaluate
-    from superopt.judge.ptxas import run_ptxas
+    from superopt.passes import load_pass_file
 
     console = _console()
-    infos = load_pass_file(pass_file)
+    try:
+        infos = load_pass_file(pass_file)
+    except Exception as exc:  # noqa: BLE001 - the user's file: say which and why, no traceback
+        raise click.ClickException(f"{pass_file}: cannot load the pass ({type(exc).__name__}: {exc})") from None
     files = []
     for t in targets:
         files.extend(sorted(p for p in t.rglob("*") if p.suffix in (".ptx", ".cu")) if t.is_dir() else [t])
     judge = BackendJudge(backend)
     rows = []
-    for path in files:
-        try:
-            ptx = _ptx_of(path, arch)
-            module = ptx_ir.parse(ptx)
-        except Exception as exc:
-            rows.append({"file": str(path), "kernel": "-", "pass": "-", "fate": "unreadable", "reason": str(exc)[:200]})
-            continue
-        target = module.target[0] if module.target else arch
-        for fn in module.kernels:
-            for info in infos:
-                for params in param_grid(info):
-                    row = {"file": str(path), "kernel": fn.signature or fn.name,
-                           "pass": str(Step(info.name, params))}
-                    try:
-                        cand = make_candidate(module, fn.name, [Step(info.name, params)],
-                                              {"proposer": "user-pass", "file": str(pass_file)})
-                    except Exception as exc:
-                        rows.append({**row, "fate": "pass-crashed", "reason": f"{type(exc).__name__}: {exc}"})
-                        continue
-                    if cand is None:
-                        continue
-                    specs, why = find_spec(module, fn.name, source=str(path), config=None)
-                    if not specs:
-                        static = run_ptxas(cand.ptx, target)
-                        rows.append({**row, "fate": "assembled" if static.ok else "rejected-ptxas",
-                                     "reason": f"not verifiable: {why}", "changes": len(cand.changes)})
-                        continue
-                    entry = evaluate(cand, ptx_ir.emit(module), specs, judge, target)
-                    rows.append({**row, "fate": entry["fate"], "reason": entry.get("reason"),
-                                 "speedup": entry.get("speedup"), "changes": len(cand.changes)})
+    err = Console(stderr=True, highlight=False)
+    progress = Progress(TextColumn("{task.description}"), BarColumn(bar_width=20), MofNCompleteColumn(),
+                        TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal)
+    with progress:
+        task = progress.add_task("superopt try", total=len(files))
+        for path in files:
+            progress.update(task, description=f"superopt try: {path.name}")
+            rows.extend(_try_file(path, arch, infos, pass_file, judge, progress, task))
+            progress.advance(task)
     table = Table(title=f"superopt try {pass_file.name} ({judge.backend})")
     for col in ("file", "kernel", "pass", "fate", "speedup", "reason"):
         table.add_column(col)
@@ -176,33 +267,65 @@ def try_command(pass_file: Path, targets, backend, arch, json_out):
         sp = f"{r['speedup']:.2f}x" if r.get("speedup") else "-"
         table.add_row(Path(r["file"]).name, r["kernel"][:40], r["pass"], r["fate"], sp, (r.get("reason") or "")[:70])
     console.print(table)
-    fired = [r for r in rows if r["fate"] not in ("unreadable",)]
-    bad = [r for r in fired if r["fate"] in ("rejected-check", "rejected-ptxas", "pass-crashed", "error")]
-    console.print(f"fired on {len(fired)} kernel/parameter combinations; "
-                  f"{len(bad)} failed verification or assembly")
+    counts = try_counts(rows)
+    console.print(try_summary(counts))
     if json_out:
-        json_out.write_text(json.dumps(rows, indent=1))
+        json_out.write_text(json.dumps({"counts": counts, "rows": rows}, indent=1))
+    bad = counts["failed"] or (strict and (counts["unchecked"] or counts["not_judged"]))
     sys.exit(1 if bad else 0)
 
 
-@main.group("cache")
-def cache_group():
-    """Inspect or clear the decision cache."""
+def _try_file(path: Path, arch: str, infos, pass_file: Path, judge, progress, task) -> list[dict]:
+    import ptx_ir
+    from superopt.judge.ptxas import run_ptxas
+    from superopt.optimize import find_spec
+    from superopt.passes import param_grid
+    from superopt.search.candidates import Step, make_candidate
+    from superopt.search.loop import evaluate
+    rows = []
+    try:
+        ptx = _ptx_of(path, arch)
+        module = ptx_ir.parse(ptx)
+    except Exception as exc:  # noqa: BLE001 - one bad file is one row
+        msg = exc.format_message() if isinstance(exc, click.ClickException) else str(exc)
+        return [{"file": str(path), "kernel": "-", "pass": "-", "fate": "unreadable", "reason": msg[:200]}]
+    target = module.target[0] if module.target else arch
+    baseline = ptx_ir.emit(module)
+    for fn in module.kernels:
+        spec = None                              # found once per kernel, when a pass fires
+        for info in infos:
+            for params in param_grid(info):
+                row = {"file": str(path), "kernel": fn.signature or fn.name, "pass": str(Step(info.name, params))}
+                try:
+                    cand = make_candidate(module, fn.name, [Step(info.name, params)],
+                                          {"proposer": "user-pass", "file": str(pass_file)})
+                except Exception as exc:  # noqa: BLE001 - the user's pass crashing is a result
+                    rows.append({**row, "fate": "pass-crashed", "reason": f"{type(exc).__name__}: {exc}"})
+                    continue
+                if cand is None:
+                    continue
+                if spec is None:
+                    progress.update(task, description=f"superopt try: {path.name}: {fn.name[:30]} (launch spec)")
+                    spec = find_spec(module, fn.name, source=str(path), config=None)
+                specs, why = spec
+                progress.update(task, description=f"superopt try: {path.name}: {fn.name[:30]} {info.name}")
+                if not specs:
+                    static = run_ptxas(cand.ptx, target)
+                    rows.append({**row, "fate": "assembled-not-verifiable" if static.ok else "rejected-ptxas",
+                                 "reason": f"not verifiable: {why}" if static.ok else static.log[:200],
+                                 "changes": len(cand.changes)})
+                    continue
+                entry = evaluate(cand, baseline, specs, judge, target)
+                rows.append({**row, "fate": str(entry["fate"]), "reason": entry.get("reason"),
+                             "speedup": entry.get("speedup"), "changes": len(cand.changes)})
+    return rows
 
 
-@cache_group.command("info")
-def cache_info():
-    from superopt.store.cache import DecisionCache
-    cache = DecisionCache()
-    entries = cache.entries()
-    click.echo(f"{cache.root}: {len(entries)} decisions")
+from superopt.config_cli import config_command  # noqa: E402
+from superopt.store.cache_cli import cache_group  # noqa: E402
 
-
-@cache_group.command("clear")
-def cache_clear():
-    from superopt.store.cache import DecisionCache
-    cache = DecisionCache()
-    click.echo(f"removed {cache.clear()} decisions from {cache.root}")
+main.add_command(cache_group, "cache")
+main.add_command(config_command, "config")
 
 
 def _register_report_commands() -> None:

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import ptx_ir
 from superopt.store import record as rec
-from superopt.store.cache import DecisionCache, decision_key
+from superopt.progress import Notifier
+from superopt.store.cache import DecisionCache, configured_max_size, decision_key
+from superopt.store.cache_stats import CacheStats
 from superopt.search.candidates import PlanDidNotApply, Step, apply_plan, text_hash
 from superopt.store.lockfile import Lockfile, find_lockfile
 from superopt.passes import registry
@@ -25,7 +27,7 @@ from superopt.search.loop import SearchOptions
 from superopt.store.record import Fate, Status
 from superopt.specs.capture.format import CaptureError
 from superopt.specs.sources import (SpecChoice, candidates_in_order, explicit_or_inferred,
-                                    load_configured_capture, specs_key)
+                                    explicit_specs_key, load_configured_capture, specs_key)
 
 
 @dataclass
@@ -40,37 +42,63 @@ class PtxSourceError(RuntimeError):
     """nvcc could not make PTX of a .cu file."""
 
 
-def ptx_from_file(path: Path, arch: str) -> str:
-    """PTX text of a .ptx file, or of a .cu file compiled with the real nvcc (``-arch=arch -O3``);
-    raises :class:`PtxSourceError` with nvcc's messages when it fails."""
+def ptx_from_file(path: Path, arch: str, nvcc_args: tuple | list = ()) -> str:
+    """PTX text of a .ptx file, or of a .cu file compiled with the real nvcc (``-arch=arch -O3``
+    unless ``nvcc_args`` give their own; ``nvcc_args`` are the user's compiler flags: ``-I``,
+    ``-D``, ``-std``, ...); raises :class:`PtxSourceError` with nvcc's messages when it fails."""
     path = Path(path)
     if path.suffix == ".ptx":
         return path.read_text()
+    args = [a for a in nvcc_args if a not in ("-c", "--compile")]
+    defaults = []
+    if not _gives(args, ("-arch", "--gpu-architecture", "-gencode", "--generate-code")):
+        defaults.append(f"-arch={arch}")
+    if not _gives(args, ("-O", "--optimize")):
+        defaults.append("-O3")
     with tempfile.TemporaryDirectory(prefix="superopt-") as tmp:
         out = Path(tmp) / "x.ptx"
-        cmd = [os.environ.get("NVCC_PLUS_REAL_NVCC", "nvcc"), f"-arch={arch}", "-O3", "-ptx",
-               str(path), "-o", str(out)]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        cmd = [os.environ.get("NVCC_PLUS_REAL_NVCC", "nvcc"), *defaults, *args, "-ptx", str(path),
+               "-o", str(out)]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+        except OSError as exc:
+            raise PtxSourceError(f"cannot run {cmd[0]} for {path}: {exc.strerror}; set NVCC_PLUS_REAL_NVCC") from None
         if proc.returncode != 0:
-            raise PtxSourceError(f"nvcc failed on {path}:\n{proc.stderr.strip()}")
+            raise PtxSourceError(f"nvcc failed on {path} ({' '.join(cmd[1:-2])}):\n{proc.stderr.strip()}")
         return out.read_text()
 
 
+def _gives(args, names) -> bool:
+    """Whether the user's nvcc flags set an option (``-O2``, ``-arch=sm_80``, ``-arch sm_80``)."""
+    for a in args:
+        for n in names:
+            if a == n or a.startswith(n + "=") or (n == "-O" and len(a) == 3 and a.startswith("-O")):
+                return True
+    return False
+
+
 def options_from_config(config: dict | None) -> SearchOptions:
+    """The search options: ``config["overrides"]`` (a command's options) > environment >
+    nvcc-plus.toml (``config``) > defaults, as :func:`superopt.settings.resolve` orders them."""
+    from superopt.settings import resolve
     cfg = dict(config or {})
-    env = os.environ
+    flags = cfg.get("overrides") or {}
+
+    def get(env_name: str):
+        return resolve(env_name, config=cfg, flags=flags)[0]
+
     opts = SearchOptions()
-    budget = cfg.get("budget", env.get("NVCC_PLUS_BUDGET"))
+    budget = get("NVCC_PLUS_BUDGET")
     if budget is not None:
         try:
             opts.budget_s = float(budget)
         except (TypeError, ValueError):
             raise SettingError(f"budget (NVCC_PLUS_BUDGET) must be a number of seconds, not {budget!r}") from None
-    opts.policy = str(cfg.get("policy", env.get("NVCC_PLUS_POLICY", opts.policy)))
-    opts.backend = str(cfg.get("backend", env.get("NVCC_PLUS_BACKEND", opts.backend)))
-    opts.no_gpu = str(cfg.get("no_gpu", env.get("NVCC_PLUS_NO_GPU", opts.no_gpu)))
+    opts.policy = str(get("NVCC_PLUS_POLICY") or opts.policy)
+    opts.backend = str(get("NVCC_PLUS_BACKEND") or opts.backend)
+    opts.no_gpu = str(get("NVCC_PLUS_NO_GPU") or opts.no_gpu)
     _validate(opts)
-    sanitize = cfg.get("sanitize", env.get("NVCC_PLUS_SANITIZE"))
+    sanitize = get("NVCC_PLUS_SANITIZE")
     if sanitize is not None:
         items = sanitize if isinstance(sanitize, list) else str(sanitize).split(",")
         tools = tuple(t.strip() for t in items if t.strip() and t.strip() != "off")
@@ -79,10 +107,16 @@ def options_from_config(config: dict | None) -> SearchOptions:
             raise ValueError(f"NVCC_PLUS_SANITIZE: unknown compute-sanitizer tool(s) {unknown} "
                              f"(memcheck, racecheck, initcheck, synccheck, or off)")
         opts.sanitize = tools
-    passes = cfg.get("passes", env.get("NVCC_PLUS_PASSES"))
+    passes = get("NVCC_PLUS_PASSES")
     if passes:
         opts.passes = passes if isinstance(passes, list) else [p.strip() for p in str(passes).split(",") if p.strip()]
     return opts
+
+
+def search_minor(config: dict | None) -> bool:
+    from superopt.settings import resolve
+    v, _ = resolve("NVCC_PLUS_SEARCH_MINOR", config=config or {})
+    return v is True or str(v).strip().lower() in ("1", "true", "yes", "on")
 
 
 class SettingError(ValueError):
@@ -130,7 +164,12 @@ def optimize_module(ptx: str, *, target: str | None = None, source: str | None =
     if model:
         tool += f" model={model}"      # a decision made with a model is cached under that model
     globals_text = _globals_text(module)
-    cache = DecisionCache()
+    try:
+        cache = DecisionCache(max_bytes=configured_max_size(config))
+    except ValueError as exc:
+        raise SettingError(str(exc)) from None
+    stats = {"hits": 0, "misses": 0, "locked": 0, "searches": 0, "search_s": 0.0, "saved_s": 0.0}
+    notify = Notifier((config or {}).get("progress"))
     lock_path = find_lockfile(Path(source).parent if source else None)
     lock = Lockfile(lock_path) if lock_path else None
     write_lock = os.environ.get("NVCC_PLUS_LOCK") == "write"
@@ -145,14 +184,17 @@ def optimize_module(ptx: str, *, target: str | None = None, source: str | None =
 
     result_module = module
     changed = False
-    for fn in module.kernels:
-        if kernels and fn.name not in kernels:
-            continue
+    todo = [fn for fn in module.kernels if not kernels or fn.name in kernels]
+    for index, fn in enumerate(todo, 1):
         kernel_text = ptx_ir.printer.emit_function(fn)
         lock_key = decision_key(kernel_text=kernel_text, globals_text=globals_text, target=target,
                                 tool="", policy=options.policy, passes=pass_names)
+        # The user's explicit launch spec is part of the key: a decision verified with one
+        # spec is not reused after the spec changes.
+        explicit = explicit_specs_key(module, fn.name, source=source, config=config)
+        kernel_tool = f"{tool} explicit={explicit}" if explicit else tool
         cache_key = decision_key(kernel_text=kernel_text, globals_text=globals_text, target=target,
-                                 tool=tool, policy=options.policy, passes=pass_names)
+                                 tool=kernel_tool, policy=options.policy, passes=pass_names)
         stored = (lock.get(lock_key) if lock else None)
         origin = "locked"
         if stored is not None and capture is not None and stored.get("spec_origin") != "captured" \
@@ -162,14 +204,23 @@ def optimize_module(ptx: str, *, target: str | None = None, source: str | None =
             stored, origin = cache.get(cache_key), "cached"
         if stored is None and capture is not None:
             stored = _captured_cache_entry(cache, module, fn.name, capture, kernel_text, globals_text,
-                                           target, tool, options, pass_names)
+                                           target, kernel_tool, options, pass_names)
+        if origin == "cached" and stored is None:
+            stats["misses"] += 1
         if stored is not None:
             applied = _apply_stored(result_module, fn.name, stored, origin, records, messages,
                                     _recheck_stored(options, source, config, capture, judge))
             if applied is not None:
                 result_module, did_change = applied
                 changed |= did_change
+                if origin == "cached":
+                    stats["hits"] += 1
+                    stats["saved_s"] += _number(stored.get("search_s"))
+                else:
+                    stats["locked"] += 1
                 continue
+            if origin == "cached":
+                stats["misses"] += 1         # stored, but it no longer applies: searched again
         if judge is None:
             judge = BackendJudge(options.backend, options.policy, options.check_sets, options.timing_reps)
         if not judge.can_time and options.no_gpu == "locked":
@@ -197,6 +248,8 @@ def optimize_module(ptx: str, *, target: str | None = None, source: str | None =
             continue
         kr, result, chosen = None, None, None
         tried: list[str] = []
+        notify("kernel_started", fn.signature or fn.name, index, len(todo), options.budget_s)
+        search_t0 = time.monotonic()
         for choice in choices or [None]:
             specs = choice.specs if choice else None
             kernel_options = _kernel_options(options, choice, deadline, share)
@@ -208,6 +261,10 @@ def optimize_module(ptx: str, *, target: str | None = None, source: str | None =
             if result.winner is not None or not unjudged or choice is choices[-1]:
                 break
             tried.append(f"specs from {choice.origin} could not be judged ({unjudged}); tried the next source")
+        search_s = time.monotonic() - search_t0
+        stats["searches"] += 1
+        stats["search_s"] += search_s
+        notify("kernel_finished", fn.signature or fn.name, str(kr.get("status")), search_s)
         if chosen is None:
             kr["reason"] = f"not verifiable: {why_none}"
         else:
@@ -220,10 +277,12 @@ def optimize_module(ptx: str, *, target: str | None = None, source: str | None =
             # A decision made at the program's real launches must not be shadowed by one made
             # at guessed sizes: captured specs are part of the cache key.
             cache_key = decision_key(kernel_text=kernel_text, globals_text=globals_text, target=target,
-                                     tool=f"{tool} spec={chosen.key}", policy=options.policy, passes=pass_names)
+                                     tool=f"{kernel_tool} spec={chosen.key}", policy=options.policy,
+                                     passes=pass_names)
         records["kernels"].append(kr)
         decision = {"kernel": fn.name, "plan": [], "ptx_hash": None, "status": kr["status"],
-                    "decision": kr.get("decision"), "spec_origin": kr.get("spec_origin")}
+                    "decision": kr.get("decision"), "spec_origin": kr.get("spec_origin"),
+                    "search_s": round(search_s, 3)}
         if result.winner is not None:
             new_module, _ = apply_plan(result_module, fn.name, result.winner.plan)
             result_module = new_module
@@ -237,13 +296,23 @@ def optimize_module(ptx: str, *, target: str | None = None, source: str | None =
             except OSError as exc:
                 messages.append(f"decision not cached ({exc.filename or cache.root}: {exc.strerror or exc})")
             if write_lock:
-                target_lock = lock or Lockfile(Path(lock_path or (Path.cwd() / "nvcc-plus.lock")))
+                from superopt.store.locations import lockfile_to_write
+                target_lock = lock or Lockfile(lockfile_to_write(
+                    Path(source).parent if source else None, (config or {}).get("config_path")))
                 target_lock.record(lock_key, decision)
+    try:
+        CacheStats(cache.root).add(**stats)
+    except OSError as exc:
+        messages.append(f"cache statistics not updated ({exc.filename or cache.root}: {exc.strerror or exc})")
     if timed_out:
         messages.append(f"time limit reached: {len(timed_out)} kernel(s) not searched, nvcc's code kept "
                         f"({', '.join(timed_out[:3])}{', ...' if len(timed_out) > 3 else ''})")
     text = ptx_ir.emit(result_module, faithful=True) if changed else ptx
     return ModuleResult(text, changed, records, messages)
+
+
+def _number(v) -> float:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0.0
 
 
 def _measured(kr: dict) -> bool:
@@ -297,7 +366,7 @@ def _spec_choices(module, kernel, source, config, capture, options, spec_for):
             return [], None, None, [], origin_or_reason
         return [SpecChoice(list(specs), origin_or_reason)], None, None, [], None
     found = candidates_in_order(module, kernel, source=source, config=config, capture=capture,
-                                search_minor=bool((config or {}).get("search_minor")))
+                                search_minor=search_minor(config))
     return found.choices, found.share, found.skip, list(found.notes), found.reason
 
 

@@ -63,6 +63,10 @@ class KernelResult:
     judged: list[Candidate] = field(default_factory=list)   # every candidate the search judged
 
 
+STATIC_ESTIMATE_NOTE = ("static estimate: global memory instructions weigh 4, others 1, each counted once "
+                        "(loop trip counts are not weighted); not a measurement")
+
+
 def static_estimate(ptx: str, kernel: str) -> float:
     """A crude cost: memory instructions weigh by transactions, all else by one.
     Used only without a GPU under ``no_gpu="estimate"``, and labelled as such."""
@@ -360,6 +364,11 @@ def _choose(entries, by_id, judge: Judge, options: SearchOptions, kernel: str, r
     base_cost = static_estimate(baseline_ptx, kernel)
     scored = sorted(((static_estimate(by_id[e["id"]].ptx, kernel), i, e) for i, e in enumerate(verified)),
                     key=lambda t: (t[0], t[1]))
+    # The scores go into the record: a reader sees what the choice rested on (and how crude
+    # it is: instructions counted once each, loops not weighted; see README, "Without a GPU").
+    record["static_estimate"] = {"baseline": base_cost, "note": STATIC_ESTIMATE_NOTE}
+    for cost, _, e in scored:
+        e["estimated_cost"] = cost
     best = None
     for cost, _, e in scored[:CONFIRM_TRIES]:
         if cost >= base_cost:

@@ -140,3 +140,37 @@ def explicit_or_inferred(module, kernel: str, *, source: str | None,
         return SpecChoice(list(specs), getattr(result, "origin", None) or "inferred",
                           list(getattr(result, "notes", []) or [])), None
     return None, getattr(result, "reason", None) or "no launch spec"
+
+
+def explicit_specs_key(module, kernel: str, *, source: str | None, config: dict | None) -> str | None:
+    """Identity of the user's explicit launch specs for ``kernel`` (its ``[kernels."NAME"]``
+    table in nvcc-plus.toml, or its ``// nvcc-plus:`` comment), or None when it has none.
+
+    Part of the decision cache key: a decision verified with one spec must not be reused
+    after the user changes the spec (a corrected buffer length, another block). Inferred
+    specs need no such key: they are a function of the kernel text, which is in the key.
+    Cheap: parses the table or the comment, never runs inference."""
+    from superopt.specs import inference
+    from superopt.specs.comments import find_directives
+    fn = next((k for k in module.kernels if k.name == kernel), None)
+    if fn is None:
+        return None
+    parts = []
+    try:
+        found = inference.explicit_specs({k: v for k, v in (config or {}).items() if k != "deadline"}, fn)
+    except Exception as exc:  # noqa: BLE001 - an invalid table is reported by the search itself
+        found = None
+        parts.append(f"invalid toml spec: {exc}")
+    if found:
+        parts.append(json.dumps([s.to_dict() for s in found[0]], sort_keys=True, default=str))
+    if source and os.path.exists(source):
+        try:
+            text = Path(source).read_text(errors="replace")
+        except OSError:
+            text = None
+        decl = inference._source_decl(text, fn) if text else None
+        if decl is not None:
+            parts += find_directives(text).get(decl.name, [])
+    if not parts:
+        return None
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]

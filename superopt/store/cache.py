@@ -1,10 +1,15 @@
 """The decision cache: what the search decided for a kernel, keyed by content.
 
 Key = sha256 of (the kernel's canonical text, the module's globals, the target, the
-ptxas version, the policy, the nvcc-plus version and the set of passes). Entries are
-small JSON files written atomically (temp file + ``os.replace``), so concurrent
-compilations under ``make -j`` never see a half-written entry and the last writer wins
-with identical content.
+ptxas version (plus the model, and the identity of explicit or captured launch specs), the
+policy and the set of passes). Entries are small JSON files written atomically (temp file +
+``os.replace``), so concurrent compilations under ``make -j`` never see a half-written entry
+and the last writer wins with identical content.
+
+Like ccache, the cache has a size limit (``NVCC_PLUS_CACHE_MAX_SIZE``, default 1G): a hit
+refreshes its entry's modification time, and after a store the least recently used entries
+are removed until the cache is under 90% of the limit. Hit and miss counts live in
+:mod:`superopt.store.cache_stats`.
 """
 from __future__ import annotations
 
@@ -15,6 +20,32 @@ import tempfile
 from pathlib import Path
 
 CACHE_VERSION = 1
+DEFAULT_MAX_SIZE = "1G"
+EVICT_TO = 0.9              # after eviction the cache is at most this share of its limit
+
+
+def parse_size(text) -> int:
+    """Bytes of ``1G``, ``500M``, ``64K``, ``1000`` (0 = no limit); ValueError names the value."""
+    t = str(text).strip().upper().removesuffix("B").removesuffix("I")
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}.get(t[-1:], 1)
+    num = t[:-1] if t[-1:] in "KMGT" and t[-1:] else t
+    try:
+        value = float(num)
+    except ValueError:
+        raise ValueError(f"cache size {text!r} is not a size such as 500M or 2G") from None
+    if value < 0:
+        raise ValueError(f"cache size {text!r} is negative")
+    return int(value * mult)
+
+
+def configured_max_size(config: dict | None = None) -> int:
+    """The size limit from NVCC_PLUS_CACHE_MAX_SIZE / nvcc-plus.toml ``cache_max_size``."""
+    from superopt.settings import resolve
+    v, origin = resolve("NVCC_PLUS_CACHE_MAX_SIZE", config=config or {})
+    try:
+        return parse_size(DEFAULT_MAX_SIZE if v is None else v)
+    except ValueError as exc:
+        raise ValueError(f"{origin}: {exc}") from None
 
 
 def default_cache_dir() -> Path:
@@ -51,8 +82,9 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 
 class DecisionCache:
-    def __init__(self, root: Path | None = None):
+    def __init__(self, root: Path | None = None, max_bytes: int | None = None):
         self.root = Path(root) if root else default_cache_dir()
+        self.max_bytes = max_bytes            # None or 0: no limit
 
     def _path(self, key: str) -> Path:
         return self.root / "decisions" / key[:2] / f"{key}.json"
@@ -67,6 +99,10 @@ class DecisionCache:
             return None
         if not isinstance(data, dict) or not isinstance(data.get("plan", []), list):
             return None
+        try:
+            os.utime(self._path(key))          # least recently *used* goes first on eviction
+        except OSError:
+            pass
         return data
 
     def put(self, key: str, decision: dict) -> None:
@@ -76,9 +112,51 @@ class DecisionCache:
             import shutil
             shutil.rmtree(path, ignore_errors=True)
         atomic_write_text(path, json.dumps(decision, indent=1, sort_keys=True))
+        if self.max_bytes:
+            self.evict(self.max_bytes)
 
     def entries(self) -> list[Path]:
         return sorted((self.root / "decisions").glob("*/*.json"))
+
+    def _stat_entries(self) -> list[tuple[float, int, Path]]:
+        out = []
+        for p in self.entries():
+            try:
+                st = p.stat()
+            except OSError:
+                continue
+            out.append((st.st_mtime, st.st_size, p))
+        return out
+
+    def size(self) -> tuple[int, int]:
+        """(entries, bytes) of the decisions."""
+        st = self._stat_entries()
+        return len(st), sum(s for _, s, _ in st)
+
+    def evict(self, max_bytes: int) -> int:
+        """Remove least recently used decisions until they take at most ``EVICT_TO`` of
+        ``max_bytes`` (when they exceed it); returns how many were removed."""
+        st = self._stat_entries()
+        total = sum(s for _, s, _ in st)
+        if total <= max_bytes:
+            return 0
+        removed = 0
+        for _, size, p in sorted(st, key=lambda t: t[0]):
+            if total <= EVICT_TO * max_bytes:
+                break
+            try:
+                p.unlink()
+            except OSError:
+                continue
+            total -= size
+            removed += 1
+        if removed:
+            from superopt.store.cache_stats import CacheStats
+            try:
+                CacheStats(self.root).add(evicted=removed)
+            except OSError:
+                pass
+        return removed
 
     def clear(self) -> int:
         n = 0

@@ -19,12 +19,10 @@ LOCK_VERSION = 1
 
 
 def find_lockfile(start: Path | None = None) -> Path | None:
-    env = os.environ.get("NVCC_PLUS_LOCKFILE")
-    if env:
-        return Path(env)
-    from superopt.store.discovery import find_upwards
-    found = find_upwards(LOCK_NAME, str(start or Path.cwd()))   # never past the project root
-    return Path(found) if found else None
+    """The lockfile to read for a source in the folder ``start`` (the rule, shared with where
+    it is written, is in :mod:`superopt.store.locations`)."""
+    from superopt.store.locations import lockfile_to_read
+    return lockfile_to_read(start)
 
 
 class LockfileError(ValueError):

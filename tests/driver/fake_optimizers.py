@@ -122,3 +122,24 @@ def rename_kernel_with_record(ptx, *, mode="optimize", source=None, target=None,
     out = rename_kernel(ptx, mode=mode, source=source, target=target, config=config)
     out.record_paths = _optimized_record(source, target)
     return out
+
+
+def searcher(ptx, *, mode="optimize", source=None, target=None, config=None):
+    """A search of two kernels as superopt reports one: records with the search's seconds
+    (one kernel kept a 1.25x rewrite, one kept nvcc's code), progress told to
+    ``config["progress"]`` as the search goes."""
+    _log(source, target)
+    progress = (config or {}).get("progress")
+    kernels = []
+    for i, (name, status) in enumerate((("saxpy", "optimized"), ("scale", "kept-baseline")), 1):
+        if progress is not None:
+            progress.kernel_started(f"{name}(float*)", i, 2, 30.0)
+        rec = {"kernel": name, "signature": f"{name}(float*)", "status": status, "seconds": 0.01,
+               "candidates": [{"id": "c1", "fate": "winner" if status == "optimized" else "not-faster",
+                               "speedup": 1.25}],
+               "winner": "c1" if status == "optimized" else None,
+               "decision": "measured" if status == "optimized" else None}
+        kernels.append(rec)
+        if progress is not None:
+            progress.kernel_finished(f"{name}(float*)", status, 0.01)
+    return OptimizeOutcome(ptx=ptx, changed=False, records=[{"target": target, "kernels": kernels}])

@@ -26,8 +26,7 @@ def test_defaults(tmp_path):
 
 def test_toml_found_upward_and_precedence(tmp_path):
     (tmp_path / "nvcc-plus.toml").write_text(
-        'mode = "roundtrip"\n[driver]\ntimeout = 12\nreport_dir = "rec"\nreal_nvcc = "bin/nvcc"\n'
-        '[superopt]\nbudget = 3\n')
+        'mode = "roundtrip"\nbudget = 3\n[driver]\ntimeout = 12\nreport_dir = "rec"\nreal_nvcc = "bin/nvcc"\n')
     deep = tmp_path / "a" / "b"
     deep.mkdir(parents=True)
     cfg = C.load({}, {}, cwd=str(deep))
@@ -37,7 +36,7 @@ def test_toml_found_upward_and_precedence(tmp_path):
     assert cfg.real_nvcc is None and any("real_nvcc ignored" in p for p in cfg.problems)
     named = C.load({}, {"NVCC_PLUS_CONFIG": str(tmp_path / "nvcc-plus.toml")}, cwd=str(deep))
     assert named.real_nvcc == str(tmp_path / "bin" / "nvcc")
-    assert cfg.optimizer_config()["superopt"] == {"budget": 3}
+    assert cfg.optimizer_config()["budget"] == 3
     assert cfg.optimizer_config()["config_path"] == str(tmp_path / "nvcc-plus.toml")
     assert C.load({}, {"NVCC_PLUS_MODE": "off"}, cwd=str(deep)).mode == "off"
     assert C.load({"mode": "optimize"}, {"NVCC_PLUS_MODE": "off"}, cwd=str(deep)).mode == "optimize"

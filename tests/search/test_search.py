@@ -383,6 +383,10 @@ def test_sanitize_setting(monkeypatch):
     assert options_from_config({}).sanitize == ("memcheck", "racecheck")
     monkeypatch.setenv("NVCC_PLUS_SANITIZE", "off")
     assert options_from_config({}).sanitize == ()
+    # The environment beats nvcc-plus.toml; a command's own option beats both (README).
+    assert options_from_config({"sanitize": ["memcheck"]}).sanitize == ()
+    assert options_from_config({"overrides": {"sanitize": ["memcheck"]}}).sanitize == ("memcheck",)
+    monkeypatch.delenv("NVCC_PLUS_SANITIZE")
     assert options_from_config({"sanitize": ["memcheck"]}).sanitize == ("memcheck",)
     monkeypatch.setenv("NVCC_PLUS_SANITIZE", "memchek")
     with pytest.raises(ValueError, match="unknown compute-sanitizer tool"):
