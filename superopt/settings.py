@@ -137,6 +137,8 @@ SETTINGS: tuple[Setting, ...] = (
             "instead of superopt.optimize_ptx (same signature)", "developer"),
     Setting("NVCC_PLUS_COMMIT", "git HEAD", "the commit benchmark results are labelled with",
             "developer"),
+    Setting("NVCC_PLUS_DEBUG", "", "1: `superopt generate` shows the traceback of an internal error "
+            "instead of one line", "developer"),
     Setting("NVCC_PLUS_FULL_CORPUS", "", "tests: run the pass tests over the whole corpus",
             "developer"),
     Setting("NVCC_PLUS_REQUIRE_LLM_TESTS", "", "tests: fail instead of skip when the model tests "
