@@ -16,9 +16,11 @@ def main() -> None:
 
 from superopt.judge.verify_cli import verify_command
 from superopt.specs.capture.cli import capture_command  # noqa: E402
+from superopt.specs.capture.tune import tune_command  # noqa: E402
 
 main.add_command(verify_command, "verify")
 main.add_command(capture_command, "capture")
+main.add_command(tune_command, "tune")
 
 
 def _console():
