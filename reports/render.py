@@ -25,23 +25,34 @@ def _speed(v) -> str | None:
 
 
 def terminal(records, console=None) -> None:
+    """A table that fits a terminal: file and target columns only when they tell kernels
+    apart, the share column only with captures; the winner and evidence are in md/html."""
     from rich.console import Console
     from rich.table import Table
     report = _report(records)
     console = console or Console()
-    table = Table(title=f"nvcc-plus: {len(report.views)} kernel(s)")
-    for col in ("kernel", "file", "target", "status", "winner", "speedup", "nvcc", "nvcc-plus", "share", "candidates"):
-        table.add_column(col, justify="right" if col in ("speedup", "nvcc", "nvcc-plus", "share") else "left")
-    for v in report.views:
+    views = report.views
+    cols = ["kernel"]
+    if len({v.entry.key.source for v in views}) > 1:
+        cols.append("file")
+    if len({v.entry.key.target for v in views}) > 1:
+        cols.append("target")
+    cols += ["status", "speedup", "nvcc", "nvcc-plus"]
+    if any(v.capture_share is not None for v in views):
+        cols.append("share")
+    cols.append("tried")
+    table = Table(title=f"nvcc-plus: {len(views)} kernel(s)")
+    for col in cols:
+        table.add_column(col, justify="left" if col in ("kernel", "file", "target", "status") else "right",
+                         no_wrap=col != "kernel", overflow="fold" if col == "kernel" else "ellipsis")
+    for v in views:
         t = v.timings[-1] if v.timings else None
-        fates: dict[str, int] = {}
-        for c in v.candidates:
-            fates[c.get("fate") or "?"] = fates.get(c.get("fate") or "?", 0) + 1
-        table.add_row(v.name[:48], v.entry.key.file_name, v.entry.key.target, v.status_label,
-                      v.kernel.get("winner") or "-", f"{_speed(v)}x" if _speed(v) else "-",
-                      us(t.baseline["median"]) if t else "-", us(t.candidate["median"]) if t else "-",
-                      f"{v.capture_share:.1%}" if v.capture_share is not None else "-",
-                      ", ".join(f"{n} {f}" for f, n in sorted(fates.items())) or "-")
+        cells = {"kernel": v.name, "file": v.file_label, "target": v.entry.key.target, "status": v.status_label,
+                 "speedup": f"{_speed(v)}x" if _speed(v) else "-",
+                 "nvcc": us(t.baseline["median"]) if t else "-", "nvcc-plus": us(t.candidate["median"]) if t else "-",
+                 "share": f"{v.capture_share:.1%}" if v.capture_share is not None else "-",
+                 "tried": str(len(v.candidates))}
+        table.add_row(*(cells[c] for c in cols))
     console.print(table)
     if report.geomean_kept:
         console.print(f"geomean speedup of kept rewrites: {report.geomean_kept:.3f}x")

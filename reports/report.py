@@ -10,7 +10,8 @@ import math
 import os
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import PurePath
 
 from reports.chart import Bar, Svg, speedup_chart
 from reports.keyed import KernelEntry, current_kernels
@@ -27,6 +28,8 @@ class ProgramEstimate:
     kernels: int
     share: float                      # the captured GPU time these kernels account for
     saved: float                      # fraction of the program's GPU time saved
+    kept: int = 0                     # kernels with a kept rewrite
+    label: str = ""
 
     @property
     def speedup(self) -> float:
@@ -80,7 +83,7 @@ def _programs(views: list[KernelView]) -> list[ProgramEstimate]:
     for source, vs in by_source.items():
         share = sum(v.capture_share for v in vs)
         saved = sum(v.capture_share * (1 - 1 / v.speedup) for v in vs if v.kept and v.speedup)
-        out.append(ProgramEstimate(source, len(vs), share, saved))
+        out.append(ProgramEstimate(source, len(vs), share, saved, sum(1 for v in vs if v.kept)))
     return out
 
 
@@ -89,8 +92,11 @@ def build_report(loaded: list[LoadedRecord], *, sass: bool | None = False) -> Re
     order = sorted(kernels.entries, key=lambda e: (e.key.source, e.key.target))
     pairs, sass_note = _sass_pairs(order, sass)
     views = [kernel_view(e, i + 1, pair) for i, (e, pair) in enumerate(zip(order, pairs))]
-    several_files = len({v.entry.key.source for v in views}) > 1
-    bars = [Bar(f"{v.entry.key.file_name}: {short_name(v.name)}" if several_files else short_name(v.name), f"{v.name} ({v.entry.key.source}, {v.entry.key.target})",
+    names = display_names([v.entry.key.source for v in views])
+    for v in views:
+        v.file_label = names[v.entry.key.source]
+    several_files = len(names) > 1
+    bars = [Bar(f"{v.file_label}: {short_name(v.name)}" if several_files else short_name(v.name), f"{v.name} ({v.entry.key.source}, {v.entry.key.target})",
                 v.speedup if v.kept else None, v.chart_label, v.capture_share, f"#{v.anchor}", v.kept)
             for v in views]
     devices = sorted({v.evidence.device for v in views if v.evidence and v.evidence.device})
@@ -102,7 +108,21 @@ def build_report(loaded: list[LoadedRecord], *, sass: bool | None = False) -> Re
         counts=Counter(v.status for v in views),
         geomean_kept=_geomean([v.speedup for v in views if v.kept and v.speedup]),
         devices=devices, tools=tools, created=(stamps[0], stamps[-1]) if stamps else None,
-        programs=_programs(views), sass_note=sass_note)
+        programs=[replace(p, label=names[p.source]) for p in _programs(views)], sass_note=sass_note)
+
+
+def display_names(sources: list[str]) -> dict[str, str]:
+    """Each source as its shortest trailing path that tells it apart from the others
+    (``plus/blas1/blas1.cu`` and ``capture/blas1/blas1.cu`` rather than ``blas1.cu`` twice)."""
+    unique = sorted(set(sources))
+    parts = {s: PurePath(s).parts for s in unique}
+    out = {}
+    for s in unique:
+        n = 1
+        while n < len(parts[s]) and any(o != s and parts[o][-n:] == parts[s][-n:] for o in unique):
+            n += 1
+        out[s] = "/".join(parts[s][-n:]) if parts[s] else s
+    return out
 
 
 def short_name(signature: str) -> str:

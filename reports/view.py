@@ -107,6 +107,7 @@ class KernelView:
     candidates: list[dict]
     capture_share: float | None
     notes: list[str] = field(default_factory=list)
+    file_label: str = ""                             # the source as the report names it
 
     @property
     def kernel(self) -> dict:
@@ -175,11 +176,23 @@ def _evidence(kernel: dict, win: dict | None) -> Evidence | None:
         notes=list(ev.get("notes") or []))
 
 
+def _stats(d: dict | None) -> dict | None:
+    """Timing statistics with every field a plot needs; quartiles and extremes a record lacks
+    collapse onto the median (drawn as a line, not invented spread). None without a median."""
+    if not isinstance(d, dict) or not isinstance(d.get("median"), (int, float)):
+        return None
+    med = d["median"]
+    q1, q3 = d.get("q1", med), d.get("q3", med)
+    return {"n": d.get("n", "?"), "median": med, "q1": q1, "q3": q3, "iqr": d.get("iqr", q3 - q1),
+            "min": d.get("min", q1), "max": d.get("max", q3)}
+
+
 def _timings(win: dict | None) -> list[TimingView]:
     out = []
     for key, title in (("timing", "search"), ("confirmation", "confirmation")):
-        t = (win or {}).get(key)
-        if not t or not t.get("baseline") or not t.get("candidate"):
+        t = dict((win or {}).get(key) or {})
+        t["baseline"], t["candidate"] = _stats(t.get("baseline")), _stats(t.get("candidate"))
+        if not t["baseline"] or not t["candidate"]:
             continue
         bw = t.get("implied_bytes_per_s") or {}
         bandwidth = (bw["baseline"], bw["candidate"], t.get("peak_bytes_per_s") or 0.0) \
