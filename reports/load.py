@@ -3,19 +3,35 @@
 Every record read is validated against ``reports/schema.json`` (JSON Schema, draft 2020-12,
 shipped with the package): a field of the wrong type is refused with the file and the field
 named, e.g. ``r.json: kernels[0].candidates[2].speedup: 'fast' is not of type 'number', 'null'``.
+
+Records come as single JSON files, folders of them (searched recursively: a build's records
+directory may hold one folder per configuration) or ``.tar.gz``/``.tgz`` archives of such
+folders (how ``bench/results/programs-records/`` keeps them). Each loaded record remembers
+where it came from so that reports can name the file of every kernel.
 """
 from __future__ import annotations
 
 import json
+import tarfile
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib.resources import files
 from pathlib import Path
 
 SUPPORTED_VERSIONS = (1,)
+ARCHIVE_SUFFIXES = (".tgz", ".tar.gz", ".tar")
 
 
 class RecordError(ValueError):
-    pass
+    """A records file that cannot be used: unreadable, not JSON, or not a valid record. The
+    message names the file (and the field)."""
+
+
+@dataclass(frozen=True)
+class LoadedRecord:
+    """One module record and where it was read from (``path`` or ``archive:member``)."""
+    origin: str
+    record: dict
 
 
 @lru_cache(maxsize=1)
@@ -54,24 +70,64 @@ def validate(record: dict, where: str = "record") -> dict:
     return record
 
 
+def _parse(text: bytes | str, where: str) -> dict:
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise RecordError(f"{where}: not JSON ({exc})") from None
+    return validate(data, where)
+
+
 def load_record(path: str | Path) -> dict:
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise RecordError(f"{path}: not JSON ({exc})") from None
-    return validate(data, str(path))
+        text = path.read_bytes()
+    except OSError as exc:
+        raise RecordError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    return _parse(text, str(path))
 
 
-def load_records(paths) -> list[dict]:
+def _is_archive(path: Path) -> bool:
+    return path.name.endswith(ARCHIVE_SUFFIXES)
+
+
+def _load_archive(path: Path) -> list[LoadedRecord]:
     out = []
+    try:
+        with tarfile.open(path) as tar:
+            for member in sorted(tar.getmembers(), key=lambda m: m.name):
+                if not (member.isfile() and member.name.endswith(".json")):
+                    continue
+                where = f"{path}:{member.name}"
+                handle = tar.extractfile(member)
+                out.append(LoadedRecord(where, _parse(handle.read() if handle else b"", where)))
+    except (tarfile.TarError, OSError) as exc:
+        raise RecordError(f"{path}: not a readable archive of records ({exc})") from None
+    return out
+
+
+def load_record_files(paths) -> list[LoadedRecord]:
+    """Every record under ``paths`` (files, folders searched recursively for ``*.json``,
+    archives), in the order given and, within a folder or archive, by name."""
+    out: list[LoadedRecord] = []
     for p in paths:
         p = Path(p)
         if p.is_dir():
-            out.extend(load_record(q) for q in sorted(p.glob("*.json")))
+            for q in sorted(p.rglob("*")):
+                if q.is_file() and q.name.endswith(".json"):
+                    out.append(LoadedRecord(str(q), load_record(q)))
+                elif q.is_file() and _is_archive(q):
+                    out.extend(_load_archive(q))
+        elif _is_archive(p):
+            out.extend(_load_archive(p))
         else:
-            out.append(load_record(p))
+            out.append(LoadedRecord(str(p), load_record(p)))
     return out
+
+
+def load_records(paths) -> list[dict]:
+    """The records under ``paths`` (see :func:`load_record_files`), without their origins."""
+    return [loaded.record for loaded in load_record_files(paths)]
 
 
 def winner_of(kernel: dict) -> dict | None:

@@ -1,135 +1,107 @@
-"""Render records: terminal summary (rich), Markdown, self-contained HTML (jinja2)."""
+"""Render records: terminal summary (rich), Markdown, self-contained HTML (jinja2).
+
+All three render the same :class:`reports.report.Report` (kernels keyed by source, target and
+kernel, the newest record of each). The functions take records (dicts) or loaded records.
+"""
 from __future__ import annotations
 
 import difflib
-import html
 
-from reports.load import winner_of
-
-
-def _rows(records: list[dict]) -> list[dict]:
-    rows = []
-    for r in records:
-        for k in r["kernels"]:
-            win = winner_of(k)
-            cands = k.get("candidates", [])
-            fates: dict[str, int] = {}
-            for c in cands:
-                fates[c.get("fate") or "?"] = fates.get(c.get("fate") or "?", 0) + 1
-            base_t = (win or {}).get("timing", {}) or {}
-            rows.append({
-                "source": r.get("source") or "-",
-                "target": k.get("target") or r.get("target"),
-                "kernel": k["kernel"],
-                "signature": k.get("signature") or k["kernel"],
-                "status": k["status"],
-                "decision": k.get("decision") or "-",
-                "winner": k.get("winner") or "-",
-                "speedup": (win or {}).get("speedup"),
-                "baseline_us": _us(base_t.get("baseline")),
-                "winner_us": _us(base_t.get("candidate")),
-                "reason": k.get("reason") or "",
-                "fates": fates,
-                "candidates": cands,
-                "policy": k.get("policy") or "-",
-                "backend": k.get("backend") or "-",
-                "baseline_ptx": (k.get("baseline") or {}).get("ptx"),
-                "winner_ptx": (win or {}).get("ptx"),
-                "verdict": (win or {}).get("verdict"),
-            })
-    return rows
+from reports.load import LoadedRecord
+from reports.report import Report, build_report
+from reports.view import us
 
 
-def _us(stats) -> str | None:
-    if not stats:
-        return None
-    return f"{stats['median'] * 1e6:.2f} µs ± {stats['iqr'] * 1e6 / 2:.2f}"
+def _loaded(records) -> list[LoadedRecord]:
+    return [r if isinstance(r, LoadedRecord) else LoadedRecord("(in memory)", r) for r in records]
 
 
-def terminal(records: list[dict], console=None) -> None:
+def _report(records, sass: bool | None = False) -> Report:
+    return records if isinstance(records, Report) else build_report(_loaded(records), sass=sass)
+
+
+def _speed(v) -> str | None:
+    return f"{v.speedup:.2f}" if v.kept and v.speedup else None
+
+
+def terminal(records, console=None) -> None:
+    """A table that fits a terminal: file and target columns only when they tell kernels
+    apart, the share column only with captures; the winner and evidence are in md/html."""
     from rich.console import Console
     from rich.table import Table
+    report = _report(records)
     console = console or Console()
-    table = Table(title="nvcc-plus: kernels")
-    for col in ("kernel", "status", "winner", "speedup", "nvcc", "nvcc-plus", "candidates"):
-        table.add_column(col)
-    for row in _rows(records):
-        sp = f"{row['speedup']:.2f}x" if row["speedup"] else "-"
-        fates = ", ".join(f"{n} {f}" for f, n in sorted(row["fates"].items())) or "-"
-        table.add_row(row["signature"][:48], row["status"], row["winner"], sp,
-                      row["baseline_us"] or "-", row["winner_us"] or "-", fates)
+    views = report.views
+    cols = ["kernel"]
+    if len({v.entry.key.source for v in views}) > 1:
+        cols.append("file")
+    if len({v.entry.key.target for v in views}) > 1:
+        cols.append("target")
+    cols += ["status", "speedup", "nvcc", "nvcc-plus"]
+    if any(v.capture_share is not None for v in views):
+        cols.append("share")
+    cols.append("tried")
+    table = Table(title=f"nvcc-plus: {len(views)} kernel(s)")
+    for col in cols:
+        table.add_column(col, justify="left" if col in ("kernel", "file", "target", "status") else "right",
+                         no_wrap=col != "kernel", overflow="fold" if col == "kernel" else "ellipsis")
+    for v in views:
+        t = v.timings[-1] if v.timings else None
+        cells = {"kernel": v.name, "file": v.file_label, "target": v.entry.key.target, "status": v.status_label,
+                 "speedup": f"{_speed(v)}x" if _speed(v) else "-",
+                 "nvcc": us(t.baseline["median"]) if t else "-", "nvcc-plus": us(t.candidate["median"]) if t else "-",
+                 "share": f"{v.capture_share:.1%}" if v.capture_share is not None else "-",
+                 "tried": str(len(v.candidates))}
+        table.add_row(*(cells[c] for c in cols))
     console.print(table)
+    if report.geomean_kept:
+        console.print(f"geomean speedup of kept rewrites: {report.geomean_kept:.3f}x")
+    if report.replaced:
+        console.print(f"{len(report.replaced)} older record(s) of the same (source, target, kernel) replaced by newer ones")
 
 
-def markdown(records: list[dict]) -> str:
+def markdown(records) -> str:
+    report = _report(records)
     lines = ["# nvcc-plus report", "",
-             "| kernel | target | status | winner | speedup | nvcc | nvcc-plus | policy | backend |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    rows = _rows(records)
-    for row in rows:
-        sp = f"{row['speedup']:.2f}×" if row["speedup"] else "–"
-        lines.append(f"| `{row['signature']}` | {row['target']} | {row['status']} | {row['winner']} | {sp} | "
-                     f"{row['baseline_us'] or '–'} | {row['winner_us'] or '–'} | {row['policy']} | {row['backend']} |")
-    for row in rows:
-        lines += ["", f"## `{row['signature']}`", "", f"**{row['status']}** — {row['reason']}", ""]
-        if row["candidates"]:
-            lines += ["| candidate | fate | speedup | reason |", "|---|---|---|---|"]
-            for c in row["candidates"]:
+             "| kernel | target | status | winner | speedup | nvcc | nvcc-plus | policy | backend | source |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for v in report.views:
+        t = v.timings[-1] if v.timings else None
+        sp = f"{_speed(v)}×" if _speed(v) else "–"
+        lines.append(f"| `{v.name}` | {v.entry.key.target} | {v.status} | {v.kernel.get('winner') or '-'} | {sp} | "
+                     f"{us(t.baseline['median']) if t else '–'} | {us(t.candidate['median']) if t else '–'} | "
+                     f"{v.kernel.get('policy') or '-'} | {v.kernel.get('backend') or '-'} | `{v.entry.key.source}` |")
+    if report.replaced:
+        lines += ["", f"{len(report.replaced)} older record(s) of the same (source, target, kernel) were replaced "
+                      "by newer ones (newest `created` wins)."]
+    for v in report.views:
+        lines += ["", f"## `{v.name}`", "", f"**{v.status}** — {v.kernel.get('reason') or ''}", "",
+                  f"Source `{v.entry.key.source}`, target {v.entry.key.target}, record `{v.entry.origin}`."]
+        if v.candidates:
+            lines += ["", "| candidate | fate | speedup | reason |", "|---|---|---|---|"]
+            for c in v.candidates:
                 sp = f"{c['speedup']:.3f}×" if c.get("speedup") else "–"
                 reason = (c.get("reason") or "").replace("|", "\\|").replace("\n", " ")[:160]
                 lines.append(f"| {c['id']} | {c.get('fate')} | {sp} | {reason} |")
-        if row["verdict"]:
-            ev = row["verdict"].get("evidence", {})
-            lines += ["", f"Evidence: {row['verdict'].get('reason')} (policy {row['verdict'].get('policy')}, "
-                          f"seed {ev.get('seed')}, {len(ev.get('sets', []))} input sets)"]
-        if row["baseline_ptx"] and row["winner_ptx"]:
-            diff = difflib.unified_diff(row["baseline_ptx"].splitlines(), row["winner_ptx"].splitlines(),
-                                        "nvcc", "nvcc-plus", lineterm="", n=2)
+        if v.evidence:
+            ev = v.evidence
+            lines += ["", f"Why it is safe: {ev.verdict} (policy {ev.policy}); {ev.launches}."]
+            for s in ev.input_sets:
+                bufs = ", ".join(f"{n}[{size}] {dist}" for n, size, dist in s.buffers)
+                lines.append(f"- {s.label}: grid {s.grid}, block {s.block}; {s.scalars}; {bufs}")
+            if ev.fresh:
+                lines.append(f"- re-check on fresh inputs: {ev.fresh}")
+            if ev.sanitizer:
+                lines.append(f"- compute-sanitizer: {ev.sanitizer}")
+        base_ptx = (v.kernel.get("baseline") or {}).get("ptx")
+        win_ptx = (v.winner or {}).get("ptx")
+        if base_ptx and win_ptx:
+            diff = difflib.unified_diff(base_ptx.splitlines(), win_ptx.splitlines(), "nvcc", "nvcc-plus",
+                                        lineterm="", n=2)
             lines += ["", "```diff", *diff, "```"]
     return "\n".join(lines) + "\n"
 
 
-HTML_TEMPLATE = """<!doctype html>
-<html><head><meta charset="utf-8"><title>nvcc-plus report</title>
-<style>
-body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}
-table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left;font-size:.9em}
-th{background:#f3f3f3}.optimized{color:#075}.kept-baseline{color:#666}.rolled-back{color:#b00}.not-verifiable{color:#a60}
-code,pre{font-family:ui-monospace,monospace;font-size:.8em}
-table.diff{font-family:ui-monospace,monospace;font-size:.75em}.diff_add{background:#dfd}.diff_chg{background:#ffd}.diff_sub{background:#fdd}
-</style></head><body>
-<h1>nvcc-plus report</h1>
-<svg width="{{ 320 + 10 }}" height="{{ 24 * rows|length + 10 }}" role="img" aria-label="speedups">
-{% for row in rows %}{% set w = ((row.speedup or 1.0) * 100)|int %}
-<rect x="160" y="{{ 24 * loop.index0 + 5 }}" width="{{ [w, 170]|min }}" height="16" fill="{{ '#2a7' if row.speedup and row.speedup > 1 else '#bbb' }}"/>
-<text x="0" y="{{ 24 * loop.index0 + 18 }}" font-size="11">{{ row.signature[:24] }}</text>
-<text x="{{ 165 + [w, 170]|min }}" y="{{ 24 * loop.index0 + 18 }}" font-size="11">{{ '%.2f×'|format(row.speedup) if row.speedup else row.status }}</text>
-{% endfor %}</svg>
-<table><tr><th>kernel</th><th>target</th><th>status</th><th>winner</th><th>speedup</th><th>nvcc</th><th>nvcc-plus</th><th>policy</th><th>backend</th></tr>
-{% for row in rows %}<tr><td><a href="#k{{ loop.index }}"><code>{{ row.signature }}</code></a></td><td>{{ row.target }}</td>
-<td class="{{ row.status }}">{{ row.status }}</td><td>{{ row.winner }}</td><td>{{ '%.2f×'|format(row.speedup) if row.speedup else '–' }}</td>
-<td>{{ row.baseline_us or '–' }}</td><td>{{ row.winner_us or '–' }}</td><td>{{ row.policy }}</td><td>{{ row.backend }}</td></tr>
-{% endfor %}</table>
-{% for row in rows %}<h2 id="k{{ loop.index }}"><code>{{ row.signature }}</code></h2>
-<p><b class="{{ row.status }}">{{ row.status }}</b> — {{ row.reason }}</p>
-{% if row.candidates %}<table><tr><th>candidate</th><th>fate</th><th>speedup</th><th>reason</th></tr>
-{% for c in row.candidates %}<tr><td>{{ c.id }}</td><td>{{ c.fate }}</td><td>{{ '%.3f×'|format(c.speedup) if c.speedup else '–' }}</td><td>{{ (c.reason or '')[:300] }}</td></tr>{% endfor %}
-</table>{% endif %}
-{% if row.verdict %}<p>Evidence: {{ row.verdict.reason }} (policy {{ row.verdict.policy }}, seed {{ row.verdict.evidence.seed }})</p>{% endif %}
-{% if row.diff %}{{ row.diff|safe }}{% endif %}
-{% endfor %}
-</body></html>
-"""
-
-
-def html_report(records: list[dict]) -> str:
-    import jinja2
-    rows = _rows(records)
-    for row in rows:
-        row["diff"] = None
-        if row["baseline_ptx"] and row["winner_ptx"]:
-            row["diff"] = difflib.HtmlDiff(wrapcolumn=90).make_table(
-                row["baseline_ptx"].splitlines(), row["winner_ptx"].splitlines(),
-                "nvcc", "nvcc-plus", context=True, numlines=3)
-    env = jinja2.Environment(autoescape=True)
-    return env.from_string(HTML_TEMPLATE).render(rows=rows, escape=html.escape)
+def html_report(records, sass: bool | None = False) -> str:
+    from reports.html import render_html
+    return render_html(_report(records, sass=sass))

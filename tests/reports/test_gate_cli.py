@@ -1,0 +1,106 @@
+"""`superopt compare` and `superopt gate`: kernels matched by (source, target, kernel), and exit
+codes 0 (no regression), 1 (regression), 2 (bad input) that CI can branch on."""
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from reports.cli import compare_command, gate_command
+from tests.reports.records import kernel, module, with_speedup, write
+
+FAST = with_speedup(kernel("scale4"), 1.50)
+OTHER = kernel("gemm_tiled")                      # nvcc's code kept
+
+
+def _gate(old, new, *args):
+    return CliRunner().invoke(gate_command, [str(old), str(new), *args])
+
+
+def test_same_records_pass(tmp_path):
+    old = write(tmp_path / "old" / "a.json", module([FAST, OTHER]))
+    result = _gate(old, old)
+    assert result.exit_code == 0, result.output
+    assert "no regressions" in result.output
+
+
+def test_a_slower_kernel_exits_1_and_names_it(tmp_path):
+    old = write(tmp_path / "old.json", module([FAST]))
+    new = write(tmp_path / "new.json", module([with_speedup(FAST, 1.20)]))
+    result = _gate(old, new)
+    assert result.exit_code == 1
+    assert "scale4: speedup fell from 1.500x to 1.200x" in result.output
+    assert _gate(old, new, "--max-regression", "0.25").exit_code == 0
+
+
+def test_a_kernel_missing_from_new_exits_1(tmp_path):
+    old = write(tmp_path / "old.json", module([FAST, OTHER]))
+    new = write(tmp_path / "new.json", module([FAST]))
+    result = _gate(old, new)
+    assert result.exit_code == 1
+    assert "gemm_tiled: missing from the new records (was kept-baseline)" in result.output
+
+
+def test_an_invalid_file_exits_2_naming_it(tmp_path):
+    old = write(tmp_path / "old.json", module([FAST]))
+    bad = module([FAST])
+    bad["kernels"][0]["status"] = "great"
+    new = write(tmp_path / "new.json", bad)
+    result = _gate(old, new)
+    assert result.exit_code == 2
+    assert str(new) in result.output and "kernels[0].status" in result.output
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    result = _gate(old, broken)
+    assert result.exit_code == 2 and "broken.json: not JSON" in result.output
+
+
+def test_empty_new_records_exit_2_not_0(tmp_path):
+    old = write(tmp_path / "old.json", module([FAST]))
+    (tmp_path / "empty").mkdir()
+    result = _gate(old, tmp_path / "empty")
+    assert result.exit_code == 2
+    assert "holds no kernel records" in result.output
+    no_kernels = write(tmp_path / "none.json", module([]))
+    assert _gate(old, no_kernels).exit_code == 2
+
+
+def test_two_gencode_targets_are_gated_separately(tmp_path):
+    old_dir = tmp_path / "old"
+    write(old_dir / "a80.json", module([FAST], target="sm_80"))
+    write(old_dir / "a90.json", module([FAST], target="sm_90"))
+    new_dir = tmp_path / "new"
+    write(new_dir / "a80.json", module([FAST], target="sm_80"))
+    write(new_dir / "a90.json", module([with_speedup(FAST, 1.10)], target="sm_90"))
+    result = _gate(old_dir, new_dir)
+    assert result.exit_code == 1
+    assert "scale4 [sm_90]: speedup fell from 1.500x to 1.100x" in result.output
+    assert "sm_80]" not in result.output
+
+
+def test_records_of_another_checkout_match_by_file_name(tmp_path):
+    old = write(tmp_path / "old.json", module([FAST], source="/ci/build-1/src/k.cu"))
+    new = write(tmp_path / "new.json", module([FAST], source="/ci/build-2/src/k.cu"))
+    assert _gate(old, new).exit_code == 0
+
+
+def test_compare_shows_both_targets_and_exits_2_on_bad_input(tmp_path):
+    d = tmp_path / "r"
+    write(d / "a80.json", module([FAST], target="sm_80"))
+    write(d / "a90.json", module([with_speedup(FAST, 1.25)], target="sm_90"))
+    result = CliRunner().invoke(compare_command, [str(d), str(d)])
+    assert result.exit_code == 0, result.output
+    assert "sm_80" in result.output and "sm_90" in result.output
+    assert "1.500x" in result.output and "1.250x" in result.output
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"schema": "something-else"}))
+    result = CliRunner().invoke(compare_command, [str(bad), str(d)])
+    assert result.exit_code == 2 and "bad.json: not an nvcc-plus record" in result.output
+
+
+def test_exit_codes_are_documented_in_help():
+    for command in (gate_command, compare_command):
+        text = CliRunner().invoke(command, ["--help"]).output
+        assert "Exit codes:" in text and "2  " in text
+    gate_help = CliRunner().invoke(gate_command, ["--help"]).output
+    assert "0  no regression" in gate_help and "1  regression" in gate_help
