@@ -155,18 +155,29 @@ def swap_file(path: str, *, optimizer, mode: str, source: str | None, target: st
         deadline = min(deadline or math.inf, time.time() + SOFT_SHARE * timeout)
     if deadline is not None:
         config = {**config, "deadline": deadline}
+    stopped = None
     try:
         outcome = _call_with_timeout(optimizer, timeout, text, mode=mode, source=source,
                                      target=target, config=config)
     except (Exception, OptimizerTimeout) as exc:  # noqa: BLE001 - any failure of the optimizer is contained
-        res.error = describe(exc)
-        res.kernel = getattr(exc, "kernel", None)
-        return res
+        partial = getattr(exc, "outcome", None) if isinstance(exc, OptimizerTimeout) else None
+        if partial is None or not isinstance(getattr(partial, "ptx", None), str):
+            res.error = describe(exc)
+            res.kernel = getattr(exc, "kernel", None)
+            return res
+        # The hard limit stopped a search: the kernels decided before it were verified and
+        # measured, so they are applied; the rest keep nvcc's code.
+        outcome = partial
+        stopped = describe(exc)
     new = getattr(outcome, "ptx", None)
     if not isinstance(new, str):
         res.error = f"optimizer returned {type(outcome).__name__} without PTX text"
         return res
-    res.messages = [one_line(m) for m in (getattr(outcome, "messages", None) or [])]
+    res.messages = [one_line(m) for m in (getattr(outcome, "messages", None) or [])
+                    if not (stopped and m.startswith("interrupted in "))]
+    if stopped:
+        res.messages.insert(0, one_line(f"{stopped}; the kernels decided before it are used, the others keep "
+                                        "nvcc's code"))
     res.records = list(getattr(outcome, "records", None) or [])
     res.record_paths = [str(p) for p in (getattr(outcome, "record_paths", None) or [])]
     if new == text:

@@ -50,7 +50,19 @@ def optimize_ptx(ptx: str, *, mode: str = "optimize", source: str | None = None,
         return OptimizeOutcome(ptx=ptx_ir.emit(module, faithful=True), changed=False)
     from superopt.optimize import optimize_module
 
-    result = optimize_module(ptx, target=target, source=source, config=config)
+    try:
+        result = optimize_module(ptx, target=target, source=source, config=config)
+    except BaseException as exc:
+        partial = getattr(exc, "partial", None)
+        if partial is not None:
+            # What was decided before the stop, for a caller that may use it (the driver
+            # does on its own timeout: those kernels were verified and measured).
+            exc.outcome = _outcome(partial, ptx, source)
+        raise
+    return _outcome(result, ptx, source)
+
+
+def _outcome(result, ptx: str, source: str | None) -> OptimizeOutcome:
     try:
         saved = _save_records(result.records, source)
     except OSError as exc:

@@ -185,121 +185,140 @@ def optimize_module(ptx: str, *, target: str | None = None, source: str | None =
     result_module = module
     changed = False
     todo = [fn for fn in module.kernels if not kernels or fn.name in kernels]
-    for index, fn in enumerate(todo, 1):
-        kernel_text = ptx_ir.printer.emit_function(fn)
-        lock_key = decision_key(kernel_text=kernel_text, globals_text=globals_text, target=target,
-                                tool="", policy=options.policy, passes=pass_names)
-        # The user's explicit launch spec is part of the key: a decision verified with one
-        # spec is not reused after the spec changes.
-        explicit = explicit_specs_key(module, fn.name, source=source, config=config)
-        kernel_tool = f"{tool} explicit={explicit}" if explicit else tool
-        cache_key = decision_key(kernel_text=kernel_text, globals_text=globals_text, target=target,
-                                 tool=kernel_tool, policy=options.policy, passes=pass_names)
-        stored = (lock.get(lock_key) if lock else None)
-        origin = "locked"
-        if stored is not None and capture is not None and stored.get("spec_origin") != "captured" \
-                and _can_time(judge, options):
-            stored = None                # searched at guessed sizes before: search again at the captured ones
-        if stored is None:
-            stored, origin = cache.get(cache_key), "cached"
-        if stored is None and capture is not None:
-            stored = _captured_cache_entry(cache, module, fn.name, capture, kernel_text, globals_text,
-                                           target, kernel_tool, options, pass_names)
-        if origin == "cached" and stored is None:
-            stats["misses"] += 1
-        if stored is not None:
-            applied = _apply_stored(result_module, fn.name, stored, origin, records, messages,
-                                    _recheck_stored(options, source, config, capture, judge))
-            if applied is not None:
-                result_module, did_change = applied
-                changed |= did_change
-                if origin == "cached":
-                    stats["hits"] += 1
-                    stats["saved_s"] += _number(stored.get("search_s"))
-                else:
-                    stats["locked"] += 1
-                continue
-            if origin == "cached":
-                stats["misses"] += 1         # stored, but it no longer applies: searched again
-        if judge is None:
-            judge = BackendJudge(options.backend, options.policy, options.check_sets, options.timing_reps)
-        if not judge.can_time and options.no_gpu == "locked":
-            # Nothing found here could be applied: do not spend a build's time searching.
-            records["kernels"].append({
-                "kernel": fn.name, "signature": fn.signature, "status": Status.KEPT_BASELINE, "decision": None,
-                "reason": "no GPU and no locked or cached decision: nvcc's code kept "
-                          "(NVCC_PLUS_NO_GPU=estimate searches with the emulator and a static estimate)",
-                "candidates": [], "notes": []})
-            continue
-        left = _time_left(deadline)
-        if left is not None and left < MIN_SEARCH_S:
-            timed_out.append(fn.name)
-            records["kernels"].append({
-                "kernel": fn.name, "signature": fn.signature, "status": Status.KEPT_BASELINE, "decision": None,
-                "reason": "not searched: the optimizer's time limit (NVCC_PLUS_TIMEOUT / build budget) was reached",
-                "candidates": [], "notes": []})
-            continue
-        choices, share, skip, notes, why_none = _spec_choices(module, fn.name, source, config, capture,
-                                                              options, spec_for)
-        if skip:
-            records["kernels"].append({
-                "kernel": fn.name, "signature": fn.signature, "status": Status.KEPT_BASELINE, "decision": None,
-                "reason": skip, "capture_share": share, "candidates": [], "notes": notes})
-            continue
-        kr, result, chosen = None, None, None
-        tried: list[str] = []
-        notify("kernel_started", fn.signature or fn.name, index, len(todo), options.budget_s)
-        search_t0 = time.monotonic()
-        for choice in choices or [None]:
-            specs = choice.specs if choice else None
-            kernel_options = _kernel_options(options, choice, deadline, share)
-            # The model proposer adds candidates when a model is configured; otherwise this is
-            # exactly the rule search.
-            result = search_with_model(module, fn.name, specs, target=target, options=kernel_options, judge=judge)
-            kr, chosen = result.record, choice
-            unjudged = _baseline_unjudgeable(kr)
-            if result.winner is not None or not unjudged or choice is choices[-1]:
-                break
-            tried.append(f"specs from {choice.origin} could not be judged ({unjudged}); tried the next source")
-        search_s = time.monotonic() - search_t0
-        stats["searches"] += 1
-        stats["search_s"] += search_s
-        notify("kernel_finished", fn.signature or fn.name, str(kr.get("status")), search_s)
-        if chosen is None:
-            kr["reason"] = f"not verifiable: {why_none}"
-        else:
-            kr["spec_origin"] = chosen.origin
-        if share is not None:
-            kr["capture_share"] = share
-        kr.setdefault("notes", [])
-        kr["notes"] = list(kr["notes"]) + notes + tried + (chosen.notes if chosen else [])
-        if chosen is not None and chosen.origin == "captured":
-            # A decision made at the program's real launches must not be shadowed by one made
-            # at guessed sizes: captured specs are part of the cache key.
+    in_flight = None
+    try:
+        for index, fn in enumerate(todo, 1):
+            in_flight = fn.name
+            kernel_text = ptx_ir.printer.emit_function(fn)
+            lock_key = decision_key(kernel_text=kernel_text, globals_text=globals_text, target=target,
+                                    tool="", policy=options.policy, passes=pass_names)
+            # The user's explicit launch spec is part of the key: a decision verified with one
+            # spec is not reused after the spec changes.
+            explicit = explicit_specs_key(module, fn.name, source=source, config=config)
+            kernel_tool = f"{tool} explicit={explicit}" if explicit else tool
             cache_key = decision_key(kernel_text=kernel_text, globals_text=globals_text, target=target,
-                                     tool=f"{kernel_tool} spec={chosen.key}", policy=options.policy,
-                                     passes=pass_names)
-        records["kernels"].append(kr)
-        decision = {"kernel": fn.name, "plan": [], "ptx_hash": None, "status": kr["status"],
-                    "decision": kr.get("decision"), "spec_origin": kr.get("spec_origin"),
-                    "search_s": round(search_s, 3)}
-        if result.winner is not None:
-            new_module, _ = apply_plan(result_module, fn.name, result.winner.plan)
-            result_module = new_module
-            changed = True
-            decision["plan"] = [s.to_dict() for s in result.winner.plan]
-            decision["ptx_hash"] = text_hash(ptx_ir.printer.emit_function(new_module.function(fn.name)))
-        if kr["status"] in (Status.OPTIMIZED, Status.KEPT_BASELINE) and kr.get("decision") != "estimate" \
-                and judge.can_time and _measured(kr):
-            try:
-                cache.put(cache_key, decision)
-            except OSError as exc:
-                messages.append(f"decision not cached ({exc.filename or cache.root}: {exc.strerror or exc})")
-            if write_lock:
-                from superopt.store.locations import lockfile_to_write
-                target_lock = lock or Lockfile(lockfile_to_write(
-                    Path(source).parent if source else None, (config or {}).get("config_path")))
-                target_lock.record(lock_key, decision)
+                                     tool=kernel_tool, policy=options.policy, passes=pass_names)
+            stored = (lock.get(lock_key) if lock else None)
+            origin = "locked"
+            if stored is not None and capture is not None and stored.get("spec_origin") != "captured" \
+                    and _can_time(judge, options):
+                stored = None                # searched at guessed sizes before: search again at the captured ones
+            if stored is None:
+                stored, origin = cache.get(cache_key), "cached"
+            if stored is None and capture is not None:
+                stored = _captured_cache_entry(cache, module, fn.name, capture, kernel_text, globals_text,
+                                               target, kernel_tool, options, pass_names)
+            if origin == "cached" and stored is None:
+                stats["misses"] += 1
+            if stored is not None:
+                applied = _apply_stored(result_module, fn.name, stored, origin, records, messages,
+                                        _recheck_stored(options, source, config, capture, judge))
+                if applied is not None:
+                    result_module, did_change = applied
+                    changed |= did_change
+                    if origin == "cached":
+                        stats["hits"] += 1
+                        stats["saved_s"] += _number(stored.get("search_s"))
+                    else:
+                        stats["locked"] += 1
+                    continue
+                if origin == "cached":
+                    stats["misses"] += 1         # stored, but it no longer applies: searched again
+            if judge is None:
+                judge = BackendJudge(options.backend, options.policy, options.check_sets, options.timing_reps)
+            if not judge.can_time and options.no_gpu == "locked":
+                # Nothing found here could be applied: do not spend a build's time searching.
+                records["kernels"].append({
+                    "kernel": fn.name, "signature": fn.signature, "status": Status.KEPT_BASELINE, "decision": None,
+                    "reason": "no GPU and no locked or cached decision: nvcc's code kept "
+                              "(NVCC_PLUS_NO_GPU=estimate searches with the emulator and a static estimate)",
+                    "candidates": [], "notes": []})
+                continue
+            left = _time_left(deadline)
+            if left is not None and left < MIN_SEARCH_S:
+                timed_out.append(fn.name)
+                records["kernels"].append({
+                    "kernel": fn.name, "signature": fn.signature, "status": Status.KEPT_BASELINE, "decision": None,
+                    "reason": "not searched: the optimizer's time limit (NVCC_PLUS_TIMEOUT / build budget) was reached",
+                    "candidates": [], "notes": []})
+                continue
+            choices, share, skip, notes, why_none = _spec_choices(module, fn.name, source, config, capture,
+                                                                  options, spec_for)
+            if skip:
+                records["kernels"].append({
+                    "kernel": fn.name, "signature": fn.signature, "status": Status.KEPT_BASELINE, "decision": None,
+                    "reason": skip, "capture_share": share, "candidates": [], "notes": notes})
+                continue
+            kr, result, chosen = None, None, None
+            tried: list[str] = []
+            notify("kernel_started", fn.signature or fn.name, index, len(todo), options.budget_s)
+            search_t0 = time.monotonic()
+            for choice in choices or [None]:
+                specs = choice.specs if choice else None
+                kernel_options = _kernel_options(options, choice, deadline, share)
+                # The model proposer adds candidates when a model is configured; otherwise this is
+                # exactly the rule search.
+                result = search_with_model(module, fn.name, specs, target=target, options=kernel_options, judge=judge)
+                kr, chosen = result.record, choice
+                unjudged = _baseline_unjudgeable(kr)
+                if result.winner is not None or not unjudged or choice is choices[-1]:
+                    break
+                tried.append(f"specs from {choice.origin} could not be judged ({unjudged}); tried the next source")
+            search_s = time.monotonic() - search_t0
+            stats["searches"] += 1
+            stats["search_s"] += search_s
+            notify("kernel_finished", fn.signature or fn.name, str(kr.get("status")), search_s)
+            if chosen is None:
+                kr["reason"] = f"not verifiable: {why_none}"
+            else:
+                kr["spec_origin"] = chosen.origin
+            if share is not None:
+                kr["capture_share"] = share
+            kr.setdefault("notes", [])
+            kr["notes"] = list(kr["notes"]) + notes + tried + (chosen.notes if chosen else [])
+            if chosen is not None and chosen.origin == "captured":
+                # A decision made at the program's real launches must not be shadowed by one made
+                # at guessed sizes: captured specs are part of the cache key.
+                cache_key = decision_key(kernel_text=kernel_text, globals_text=globals_text, target=target,
+                                         tool=f"{kernel_tool} spec={chosen.key}", policy=options.policy,
+                                         passes=pass_names)
+            records["kernels"].append(kr)
+            decision = {"kernel": fn.name, "plan": [], "ptx_hash": None, "status": kr["status"],
+                        "decision": kr.get("decision"), "spec_origin": kr.get("spec_origin"),
+                        "search_s": round(search_s, 3)}
+            if result.winner is not None:
+                new_module, _ = apply_plan(result_module, fn.name, result.winner.plan)
+                result_module = new_module
+                changed = True
+                decision["plan"] = [s.to_dict() for s in result.winner.plan]
+                decision["ptx_hash"] = text_hash(ptx_ir.printer.emit_function(new_module.function(fn.name)))
+            if kr["status"] in (Status.OPTIMIZED, Status.KEPT_BASELINE) and kr.get("decision") != "estimate" \
+                    and judge.can_time and _measured(kr):
+                try:
+                    cache.put(cache_key, decision)
+                except OSError as exc:
+                    messages.append(f"decision not cached ({exc.filename or cache.root}: {exc.strerror or exc})")
+                if write_lock:
+                    from superopt.store.locations import lockfile_to_write
+                    target_lock = lock or Lockfile(lockfile_to_write(
+                        Path(source).parent if source else None, (config or {}).get("config_path")))
+                    target_lock.record(lock_key, decision)
+    except BaseException as exc:
+        # A hard stop (the driver's NVCC_PLUS_TIMEOUT alarm) or a failure in the middle of a
+        # kernel: what was decided before it is verified and measured; the exception carries
+        # that partial result, and the caller decides whether to use it.
+        if not isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            done = {k["kernel"] for k in records["kernels"]}
+            records["kernels"].extend(
+                {"kernel": k.name, "signature": k.signature, "status": Status.KEPT_BASELINE, "decision": None,
+                 "reason": ("interrupted while being searched" if k.name == in_flight else "not searched")
+                           + f": {type(exc).__name__}: {exc}", "candidates": [], "notes": []}
+                for k in todo if k.name not in done)
+            text = ptx_ir.emit(result_module, faithful=True) if changed else ptx
+            exc.partial = ModuleResult(text, changed, records, messages + [
+                f"interrupted in {in_flight or 'the search'} ({type(exc).__name__}); the decisions made before "
+                f"it are kept"])
+        raise
     try:
         CacheStats(cache.root).add(**stats)
     except OSError as exc:

@@ -89,3 +89,61 @@ def test_unwritable_report_dir_keeps_the_result(tmp_path, monkeypatch):
     monkeypatch.setenv("NVCC_PLUS_CACHE_DIR", str(tmp_path / "c"))
     out = optimize_ptx(K_PTX, mode="optimize", config={**EMU, "deadline": time.time() - 1})
     assert out.ptx == K_PTX and any("records not written" in m for m in out.messages)
+
+
+class _Stop(BaseException):
+    """Stands for the driver's hard-timeout alarm (a BaseException raised mid-search)."""
+
+
+def test_a_hard_stop_mid_search_carries_the_kernels_decided_before_it(tmp_path, monkeypatch):
+    import superopt.optimize as opt
+    monkeypatch.setenv("NVCC_PLUS_CACHE_DIR", str(tmp_path))
+    real = opt.search_with_model
+    calls = []
+
+    def stop_on_second(module, kernel, *a, **kw):
+        calls.append(kernel)
+        if len(calls) == 2:
+            raise _Stop("alarm")
+        return real(module, kernel, *a, **kw)
+
+    monkeypatch.setattr(opt, "search_with_model", stop_on_second)
+    try:
+        opt.optimize_module(K_PTX, config=EMU)
+    except _Stop as exc:
+        partial = exc.partial
+    else:
+        raise AssertionError("the stop was swallowed")
+    ks = partial.records["kernels"]
+    assert len(ks) == K_PTX.count(".entry ")
+    first, second = ks[0], ks[1]
+    assert first["kernel"] == calls[0] and "interrupted" not in first.get("reason", "")
+    assert second["kernel"] == calls[1] and second["reason"].startswith("interrupted while being searched")
+    assert all(k["reason"].startswith("not searched") for k in ks[2:])
+    assert any(m.startswith(f"interrupted in {calls[1]}") for m in partial.messages)
+
+
+def test_the_driver_uses_a_partial_result_on_its_hard_timeout(tmp_path):
+    from types import SimpleNamespace
+
+    from nvcc_plus.swap import swap_file
+    ptx = tmp_path / "k.ptx"
+    ptx.write_text(K_PTX)
+
+    def slow(text, **kw):
+        try:
+            time.sleep(5)
+        except BaseException as exc:
+            exc.outcome = SimpleNamespace(ptx=text.replace("// Generated", "// Decided before the stop", 1),
+                                          messages=["interrupted in k (OptimizerTimeout); ..."], records=[],
+                                          record_paths=[])
+            raise
+
+    t0 = time.monotonic()
+    res = swap_file(str(ptx), optimizer=slow, mode="optimize", source=None, target="compute_90", config={},
+                    timeout=0.3)
+    assert time.monotonic() - t0 < 3
+    assert res.error is None and res.changed
+    assert "Decided before the stop" in ptx.read_text()
+    assert res.messages[0].startswith("optimizer timed out after 0.3 s; the kernels decided before it are used")
+    assert not any(m.startswith("interrupted in") for m in res.messages)
