@@ -136,14 +136,15 @@ def optimize_module(ptx: str, *, target: str | None = None, source: str | None =
     lock_path = find_lockfile(Path(source).parent if source else None)
     lock = Lockfile(lock_path) if lock_path else None
     write_lock = os.environ.get("NVCC_PLUS_LOCK") == "write"
-    if judge is None and os.environ.get("NVCC_PLUS_JUDGE"):
-        from superopt.cluster import worker_judge
-        judge = worker_judge(options)          # developer hook (the CPU tests, bench/scale --dry-run)
     cluster = None
     address = cluster_address(config)
     if address and judge is None:
+        # Searches go to the cluster's GPU workers; decisions come back, are cached and locked here.
         from superopt.cluster import ClusterSearch
         cluster = ClusterSearch(address)
+    elif judge is None and os.environ.get("NVCC_PLUS_JUDGE"):
+        from superopt.cluster import worker_judge
+        judge = worker_judge(options)          # developer hook (the CPU tests, bench/scale --dry-run)
 
     deadline = (config or {}).get("deadline")
     timed_out: list[str] = []
