@@ -93,7 +93,7 @@ class LocalDaskCluster:
                     continue
         for p in self.workers + ([self.scheduler] if self.scheduler else []):
             try:
-                p.wait(timeout=10)
+                p.wait(timeout=3)          # a worker busy with a task it cannot interrupt: killed
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait(timeout=10)
