@@ -58,6 +58,8 @@ GOAL = 1.7
 SIZES = {
     # n for the element-wise kernels; rows x cols for gemv: >= 16 MB per launch on the GPU
     "large": {"n": 4194301, "rows": 8191, "cols": 512},
+    # 4 MB per launch: a check takes well under a second, so a short budget still tries several candidates
+    "medium": {"n": 1048573, "rows": 2047, "cols": 512},
     "small": {"n": 4099, "rows": 255, "cols": 64},
 }
 
@@ -307,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget", type=float, default=3.0, help="NVCC_PLUS_BUDGET, seconds per kernel search")
     ap.add_argument("--sanitize", default=None, help="NVCC_PLUS_SANITIZE (default: nvcc-plus's)")
     ap.add_argument("--arch", default="sm_90")
-    ap.add_argument("--sizes", choices=sorted(SIZES), default=None, help="large (default on GPUs) or small")
+    ap.add_argument("--sizes", choices=sorted(SIZES), default=None, help="medium (default on GPUs), large or small (--dry-run)")
     ap.add_argument("--phases", default=",".join(PHASES))
     ap.add_argument("--module-timeout", type=float, default=600.0, help="NVCC_PLUS_TIMEOUT")
     ap.add_argument("--make-timeout", type=float, default=560.0, help="seconds per build")
@@ -324,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [p for p in phases if p not in PHASES]
     if unknown:
         ap.error(f"unknown phase(s) {unknown}; known: {', '.join(PHASES)}")
-    sizes_name = args.sizes or ("small" if args.dry_run else "large")
+    sizes_name = args.sizes or ("small" if args.dry_run else "medium")
     scratch = Path(tempfile.mkdtemp(prefix="nvcc-plus-scale-"))
     try:
         extra = ensure_dask(args.wheels, scratch) if "cluster" in phases else None
