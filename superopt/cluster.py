@@ -198,8 +198,34 @@ class Submitted:
     limit: float = 0.0                       # seconds from submission
 
 
+_SHARED: dict[str, "ClusterSearch"] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared(address: str) -> "ClusterSearch":
+    """This process's handle on the cluster at ``address``: the PTX modules of one compilation
+    (one per -gencode) share its connection, and what it found out (down, and why: the driver
+    then says it once)."""
+    with _SHARED_LOCK:
+        c = _SHARED.get(address)
+        if c is None:
+            c = _SHARED[address] = ClusterSearch(address)
+            if len(_SHARED) == 1:
+                import atexit
+                atexit.register(close_all)
+        return c
+
+
+def close_all() -> None:
+    with _SHARED_LOCK:
+        handles = list(_SHARED.values())
+        _SHARED.clear()
+    for c in handles:
+        c.close()
+
+
 class ClusterSearch:
-    """The builder's handle on the cluster for one compilation (connects on first use)."""
+    """The builder's handle on the cluster (connects on first use)."""
 
     def __init__(self, address: str, *, cache_root=None):
         self.address = address

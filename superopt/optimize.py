@@ -140,8 +140,8 @@ def optimize_module(ptx: str, *, target: str | None = None, source: str | None =
     address = cluster_address(config)
     if address and judge is None:
         # Searches go to the cluster's GPU workers; decisions come back, are cached and locked here.
-        from superopt.cluster import ClusterSearch
-        cluster = ClusterSearch(address)
+        from superopt.cluster import shared
+        cluster = shared(address)
     elif judge is None and os.environ.get("NVCC_PLUS_JUDGE"):
         from superopt.cluster import worker_judge
         judge = worker_judge(options)          # developer hook (the CPU tests, bench/scale --dry-run)
@@ -157,134 +157,130 @@ def optimize_module(ptx: str, *, target: str | None = None, source: str | None =
 
     state = _ModuleState(module, records, cache, lock, lock_path, write_lock, messages)
     sent: list = []                    # (Submitted, _Pending) of searches sent to the cluster
-    try:
-        for fn in module.kernels:
-            if kernels and fn.name not in kernels:
+    for fn in module.kernels:
+        if kernels and fn.name not in kernels:
+            continue
+        kernel_text = ptx_ir.printer.emit_function(fn)
+        lock_key = decision_key(kernel_text=kernel_text, globals_text=globals_text, target=target,
+                                tool="", policy=options.policy, passes=pass_names)
+        cache_key = decision_key(kernel_text=kernel_text, globals_text=globals_text, target=target,
+                                 tool=tool, policy=options.policy, passes=pass_names)
+        stored = (lock.get(lock_key) if lock else None)
+        origin = "locked"
+        if stored is not None and capture is not None and stored.get("spec_origin") != "captured" \
+                and (cluster is not None or _can_time(judge, options)):
+            stored = None                # searched at guessed sizes before: search again at the captured ones
+        if stored is None:
+            stored, origin = cache.get(cache_key), "cached"
+        if stored is None and capture is not None and cluster is None:
+            stored = _captured_cache_entry(cache, module, fn.name, capture, kernel_text, globals_text,
+                                           target, tool, options, pass_names)
+        if stored is None and cluster is not None:
+            stored = _cluster_cache_entry(cluster, cache, module, fn.name, capture, kernel_text,
+                                          globals_text, target, tool, options, pass_names)
+        if stored is not None:
+            applied = _apply_stored(state.result_module, fn.name, stored, origin, records, messages,
+                                    _recheck_stored(options, source, config, capture, judge))
+            if applied is not None:
+                state.result_module, did_change = applied
+                state.changed |= did_change
                 continue
-            kernel_text = ptx_ir.printer.emit_function(fn)
-            lock_key = decision_key(kernel_text=kernel_text, globals_text=globals_text, target=target,
-                                    tool="", policy=options.policy, passes=pass_names)
-            cache_key = decision_key(kernel_text=kernel_text, globals_text=globals_text, target=target,
-                                     tool=tool, policy=options.policy, passes=pass_names)
-            stored = (lock.get(lock_key) if lock else None)
-            origin = "locked"
-            if stored is not None and capture is not None and stored.get("spec_origin") != "captured" \
-                    and (cluster is not None or _can_time(judge, options)):
-                stored = None                # searched at guessed sizes before: search again at the captured ones
-            if stored is None:
-                stored, origin = cache.get(cache_key), "cached"
-            if stored is None and capture is not None and cluster is None:
-                stored = _captured_cache_entry(cache, module, fn.name, capture, kernel_text, globals_text,
-                                               target, tool, options, pass_names)
-            if stored is None and cluster is not None:
-                stored = _cluster_cache_entry(cluster, cache, module, fn.name, capture, kernel_text,
-                                              globals_text, target, tool, options, pass_names)
-            if stored is not None:
-                applied = _apply_stored(state.result_module, fn.name, stored, origin, records, messages,
-                                        _recheck_stored(options, source, config, capture, judge))
-                if applied is not None:
-                    state.result_module, did_change = applied
-                    state.changed |= did_change
-                    continue
-            if cluster is None:
-                if judge is None:
-                    judge = BackendJudge(options.backend, options.policy, options.check_sets, options.timing_reps)
-                if not judge.can_time and options.no_gpu == "locked":
-                    # Nothing found here could be applied: do not spend a build's time searching.
-                    records["kernels"].append({
-                        "kernel": fn.name, "signature": fn.signature, "status": Status.KEPT_BASELINE,
-                        "decision": None,
-                        "reason": "no GPU and no locked or cached decision: nvcc's code kept "
-                                  "(NVCC_PLUS_NO_GPU=estimate searches with the emulator and a static estimate)",
-                        "candidates": [], "notes": []})
-                    continue
-            left = _time_left(deadline)
-            if left is not None and left < MIN_SEARCH_S:
-                timed_out.append(fn.name)
-                records["kernels"].append(_not_searched(fn, "not searched: the optimizer's time limit "
-                                                            "(NVCC_PLUS_TIMEOUT / build budget) was reached"))
-                continue
-            choices, share, skip, notes, why_none = _spec_choices(module, fn.name, source, config, capture,
-                                                                  options, spec_for)
-            if skip:
+        if cluster is None:
+            if judge is None:
+                judge = BackendJudge(options.backend, options.policy, options.check_sets, options.timing_reps)
+            if not judge.can_time and options.no_gpu == "locked":
+                # Nothing found here could be applied: do not spend a build's time searching.
                 records["kernels"].append({
-                    "kernel": fn.name, "signature": fn.signature, "status": Status.KEPT_BASELINE, "decision": None,
-                    "reason": skip, "capture_share": share, "candidates": [], "notes": notes})
+                    "kernel": fn.name, "signature": fn.signature, "status": Status.KEPT_BASELINE,
+                    "decision": None,
+                    "reason": "no GPU and no locked or cached decision: nvcc's code kept "
+                              "(NVCC_PLUS_NO_GPU=estimate searches with the emulator and a static estimate)",
+                    "candidates": [], "notes": []})
                 continue
-            pending = _Pending(fn.name, fn.signature, choices, share, notes, why_none, cache_key, lock_key,
-                               kernel_text)
-            if cluster is not None:
-                if not choices:
-                    # nothing to judge with: the record says so without a trip to the cluster
-                    records["kernels"].append({
-                        "kernel": fn.name, "signature": fn.signature, "status": Status.NOT_VERIFIABLE,
-                        "decision": None, "reason": f"not verifiable: {why_none}", "candidates": [],
-                        "notes": notes})
-                    continue
-                payload = {"ptx": ptx, "kernel": fn.name, "target": target, "choices": choices, "share": share,
-                           "options": options}
-                sub = cluster.submit(payload, cluster.limit_for(options, deadline))
-                records["kernels"].append(None)           # its place, filled when the answer comes
-                sent.append((sub, pending, len(records["kernels"]) - 1))
-                continue
-            # One GPU for the whole search of this kernel (a free one of those visible; waiting
-            # for one is bounded by the deadline, and the search's budget starts once it is held).
-            hold = getattr(judge, "hold", None)
-            try:
-                with (hold(_gpu_wait_deadline(deadline)) if hold else nullcontext()) as device:
-                    kr, winner, chosen_index, tried = search_choices(
-                        module, fn.name, choices, options=options, deadline=deadline, share=share, judge=judge,
-                        target=target)
-                    if device is not None:
-                        kr["device"] = {"name": device.name, "uuid": device.uuid, "ordinal": device.ordinal}
-            except GpuBusy:
-                no_free_gpu.append(fn.name)
-                records["kernels"].append(_not_searched(fn, "not searched: no GPU became free before the "
-                                                            "optimizer's time limit"))
-                continue
-            except NoDevice as exc:
-                records["kernels"].append(_not_searched(fn, f"not searched: {exc}"))
-                if str(exc) not in messages:
-                    messages.append(f"{exc}; nvcc's code kept")
-                continue
-            chosen = choices[chosen_index] if chosen_index is not None else None
-            records["kernels"].append(None)
-            _finish(state, pending, kr, winner.plan if winner is not None else None, chosen, tried,
-                    slot=len(records["kernels"]) - 1, target=target, tool=tool, options=options,
-                    pass_names=pass_names, globals_text=globals_text,
-                    store=judge.can_time, model_tool=None)
-        if sent:
-            failed: list[str] = []
-            outcomes = cluster.gather([s for s, _, _ in sent])
-            for (sub, pending, slot), outcome in zip(sent, outcomes):
-                if outcome.answer is None or not _cluster_answer_applies(outcome.answer, pending):
-                    why = outcome.failure or "the worker's answer does not match this kernel"
-                    failed.append((pending.kernel, why))
-                    records["kernels"][slot] = {
-                        "kernel": pending.kernel, "signature": pending.signature, "status": Status.KEPT_BASELINE,
-                        "decision": None, "reason": f"cluster search failed, nvcc's code kept: {why}",
-                        "candidates": [], "notes": list(pending.notes)}
-                    continue
-                ans = outcome.answer
-                kr = ans["record"]
-                kr["cluster"] = {"address": cluster.address, "worker": ans.get("worker"), "gpu": ans.get("gpu"),
-                                 "seconds": ans.get("seconds")}
-                plan = [Step.from_dict(s) for s in ans["plan"]] if ans.get("plan") else None
-                idx = ans.get("chosen")
-                chosen = pending.choices[idx] if isinstance(idx, int) and 0 <= idx < len(pending.choices) else None
-                ok = _finish(state, pending, kr, plan, chosen, list(ans.get("tried") or []), slot=slot,
-                             target=target, tool=tool, options=options, pass_names=pass_names,
-                             globals_text=globals_text, store=bool(ans.get("can_time")),
-                             model_tool=_cluster_tool(tool, ans.get("gpu")), expect_hash=ans.get("ptx_hash"))
-                if not ok:
-                    failed.append((pending.kernel, "its plan gives other PTX here than on the worker "
-                                                   "(another nvcc-plus version?)"))
-            if failed:
-                names = ", ".join(k for k, _ in failed[:3]) + (", ..." if len(failed) > 3 else "")
-                messages.append(f"{failed[0][1]}; {len(failed)} kernel(s) keep nvcc's code ({names})")
-    finally:
+        left = _time_left(deadline)
+        if left is not None and left < MIN_SEARCH_S:
+            timed_out.append(fn.name)
+            records["kernels"].append(_not_searched(fn, "not searched: the optimizer's time limit "
+                                                        "(NVCC_PLUS_TIMEOUT / build budget) was reached"))
+            continue
+        choices, share, skip, notes, why_none = _spec_choices(module, fn.name, source, config, capture,
+                                                              options, spec_for)
+        if skip:
+            records["kernels"].append({
+                "kernel": fn.name, "signature": fn.signature, "status": Status.KEPT_BASELINE, "decision": None,
+                "reason": skip, "capture_share": share, "candidates": [], "notes": notes})
+            continue
+        pending = _Pending(fn.name, fn.signature, choices, share, notes, why_none, cache_key, lock_key,
+                           kernel_text)
         if cluster is not None:
-            cluster.close()
+            if not choices:
+                # nothing to judge with: the record says so without a trip to the cluster
+                records["kernels"].append({
+                    "kernel": fn.name, "signature": fn.signature, "status": Status.NOT_VERIFIABLE,
+                    "decision": None, "reason": f"not verifiable: {why_none}", "candidates": [],
+                    "notes": notes})
+                continue
+            payload = {"ptx": ptx, "kernel": fn.name, "target": target, "choices": choices, "share": share,
+                       "options": options}
+            sub = cluster.submit(payload, cluster.limit_for(options, deadline))
+            records["kernels"].append(None)           # its place, filled when the answer comes
+            sent.append((sub, pending, len(records["kernels"]) - 1))
+            continue
+        # One GPU for the whole search of this kernel (a free one of those visible; waiting
+        # for one is bounded by the deadline, and the search's budget starts once it is held).
+        hold = getattr(judge, "hold", None)
+        try:
+            with (hold(_gpu_wait_deadline(deadline)) if hold else nullcontext()) as device:
+                kr, winner, chosen_index, tried = search_choices(
+                    module, fn.name, choices, options=options, deadline=deadline, share=share, judge=judge,
+                    target=target)
+                if device is not None:
+                    kr["device"] = {"name": device.name, "uuid": device.uuid, "ordinal": device.ordinal}
+        except GpuBusy:
+            no_free_gpu.append(fn.name)
+            records["kernels"].append(_not_searched(fn, "not searched: no GPU became free before the "
+                                                        "optimizer's time limit"))
+            continue
+        except NoDevice as exc:
+            records["kernels"].append(_not_searched(fn, f"not searched: {exc}"))
+            if str(exc) not in messages:
+                messages.append(f"{exc}; nvcc's code kept")
+            continue
+        chosen = choices[chosen_index] if chosen_index is not None else None
+        records["kernels"].append(None)
+        _finish(state, pending, kr, winner.plan if winner is not None else None, chosen, tried,
+                slot=len(records["kernels"]) - 1, target=target, tool=tool, options=options,
+                pass_names=pass_names, globals_text=globals_text,
+                store=judge.can_time, model_tool=None)
+    if sent:
+        failed: list[str] = []
+        outcomes = cluster.gather([s for s, _, _ in sent])
+        for (sub, pending, slot), outcome in zip(sent, outcomes):
+            if outcome.answer is None or not _cluster_answer_applies(outcome.answer, pending):
+                why = outcome.failure or "the worker's answer does not match this kernel"
+                failed.append((pending.kernel, why))
+                records["kernels"][slot] = {
+                    "kernel": pending.kernel, "signature": pending.signature, "status": Status.KEPT_BASELINE,
+                    "decision": None, "reason": f"cluster search failed, nvcc's code kept: {why}",
+                    "candidates": [], "notes": list(pending.notes)}
+                continue
+            ans = outcome.answer
+            kr = ans["record"]
+            kr["cluster"] = {"address": cluster.address, "worker": ans.get("worker"), "gpu": ans.get("gpu"),
+                             "seconds": ans.get("seconds")}
+            plan = [Step.from_dict(s) for s in ans["plan"]] if ans.get("plan") else None
+            idx = ans.get("chosen")
+            chosen = pending.choices[idx] if isinstance(idx, int) and 0 <= idx < len(pending.choices) else None
+            ok = _finish(state, pending, kr, plan, chosen, list(ans.get("tried") or []), slot=slot,
+                         target=target, tool=tool, options=options, pass_names=pass_names,
+                         globals_text=globals_text, store=bool(ans.get("can_time")),
+                         model_tool=_cluster_tool(tool, ans.get("gpu")), expect_hash=ans.get("ptx_hash"))
+            if not ok:
+                failed.append((pending.kernel, "its plan gives other PTX here than on the worker "
+                                               "(another nvcc-plus version?)"))
+        if failed:
+            names = ", ".join(k for k, _ in failed[:3]) + (", ..." if len(failed) > 3 else "")
+            messages.append(f"{failed[0][1]}; {len(failed)} kernel(s) keep nvcc's code ({names})")
     records["kernels"] = [r for r in records["kernels"] if r is not None]
     if timed_out:
         messages.append(f"time limit reached: {len(timed_out)} kernel(s) not searched, nvcc's code kept "

@@ -20,7 +20,7 @@ import pytest
 pytest.importorskip("distributed")
 
 from bench.scale.localcluster import LocalDaskCluster  # noqa: E402
-from superopt.cluster import ClusterSearch, ClusterTimeout, bounded  # noqa: E402
+from superopt.cluster import ClusterSearch, ClusterTimeout, bounded, close_all  # noqa: E402
 from superopt.optimize import optimize_module  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,6 +48,14 @@ def builder(tmp_path, monkeypatch):
     monkeypatch.setenv("NVCC_PLUS_BUDGET", "20")
     monkeypatch.setenv("NVCC_PLUS_CLUSTER_CONNECT_TIMEOUT", "3")
     return tmp_path
+
+
+@pytest.fixture(autouse=True)
+def _fresh_handles():
+    """Each test starts as a new compilation process would: no handle on any cluster."""
+    close_all()
+    yield
+    close_all()
 
 
 @pytest.fixture(scope="module")
@@ -91,6 +99,9 @@ def test_cluster_search_decides_as_locally_and_is_cached_and_locked(cluster, bui
     assert remote.ptx == local.ptx and plans(remote) == plans(local)
     for k in remote.records["kernels"]:
         assert k["cluster"]["gpu"] == "Dry GPU" and k["device"]["uuid"] == "GPU-DryGPU"
+    from reports.load import validate
+    validate(remote.records)                            # the reports read them as any other record
+    validate(local.records)
     lock = (builder / "nvcc-plus.lock").read_text()
     assert lock.count('"gpu": "Dry GPU"') == 2
     # a rebuild finds the decisions in its cache under the cluster's GPU model: nothing is sent
@@ -115,7 +126,12 @@ def test_unreachable_cluster_keeps_nvccs_code_says_so_once_and_is_remembered(bui
     assert "unreachable" in res.messages[0] and "2 kernel(s) keep nvcc's code" in res.messages[0]
     assert all("cluster search failed" in k["reason"] for k in res.records["kernels"])
     assert seconds < 20
+    # the other PTX modules of this compilation (one per -gencode) say the same, so the driver
+    # prints it once
+    res1b, _ = compile_module()
+    assert res1b.messages == res.messages
     # the next compilation of the build does not wait for it again
+    close_all()
     res2, seconds2 = compile_module()
     assert res2.ptx == PTX and len(res2.messages) == 1 and "another compilation" in res2.messages[0]
     assert seconds2 < 3
@@ -214,9 +230,11 @@ def test_bounded_fires_through_except_exception_and_keeps_the_outer_alarm():
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 def test_driver_with_an_unreachable_cluster_builds_and_says_so_once(builder, tmp_path):
+    """Two PTX modules (two -gencode), one line."""
     shutil.copy(DATA / "k.cu", tmp_path / "k.cu")
     env = dict(os.environ, PYTHONPATH=str(ROOT), NVCC_PLUS_CLUSTER=f"tcp://127.0.0.1:{free_port()}")
-    p = subprocess.run([sys.executable, "-m", "nvcc_plus", "-arch=sm_90", "-c", "k.cu", "-o", "k.o"],
+    p = subprocess.run([sys.executable, "-m", "nvcc_plus", "-gencode", "arch=compute_80,code=sm_80",
+                        "-gencode", "arch=compute_90,code=sm_90", "-c", "k.cu", "-o", "k.o"],
                        cwd=tmp_path, env=env, capture_output=True, timeout=120)
     assert p.returncode == 0, p.stderr
     lines = [ln for ln in p.stderr.decode().splitlines() if ln.startswith("nvcc-plus:")]
