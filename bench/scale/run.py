@@ -135,9 +135,19 @@ def ensure_dask(wheels: str | None, scratch: Path) -> str | None:
     if not wheels:
         raise SystemExit("Dask distributed is not installed: pip install 'nvcc-plus[cluster]', or pass "
                          "--wheels DIR with its wheels (pip download distributed)")
+    # Only the wheels whose distribution this Python lacks (the folder is distributed and all its
+    # dependencies): what is installed here is not shadowed by other versions.
+    from importlib import metadata
+    missing = []
+    for whl in sorted(Path(wheels).glob("*.whl")):
+        dist = whl.name.split("-")[0]
+        try:
+            metadata.distribution(dist)
+        except metadata.PackageNotFoundError:
+            missing.append(str(whl))
     site = scratch / "dask-site"
-    cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--no-index", "--find-links", wheels,
-           "--target", str(site), "distributed"]
+    cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--no-index", "--no-deps",
+           "--target", str(site), *missing]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         raise SystemExit(f"installing distributed from {wheels} failed:\n{p.stderr[-3000:]}")
