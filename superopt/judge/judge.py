@@ -63,6 +63,29 @@ class BackendJudge(Judge):
         with devices.lease(deadline=deadline) as dev:
             yield dev
 
+    @contextmanager
+    def _on_gpu(self):
+        """hold() for one call of verify/time/sanitize; with no GPU to lease the call goes on
+        and its backend answers "could not judge" as it always did."""
+        from superopt.judge import devices
+        if self.backend != "gpu" or devices.current() is not None:
+            yield
+            return
+        try:
+            cm = devices.lease()
+            cm.__enter__()
+        except devices.NoDevice:
+            yield
+            return
+        try:
+            yield
+        except BaseException:
+            import sys
+            if not cm.__exit__(*sys.exc_info()):
+                raise
+        else:
+            cm.__exit__(None, None, None)
+
     def device_name(self) -> str:
         """What runs the kernels: the leased GPU's model, or the backend's name."""
         from superopt.judge import devices
@@ -81,7 +104,7 @@ class BackendJudge(Judge):
         inputs for the next candidate, since its evidence shows input values. ``fresh``: a
         check on inputs drawn for this call alone (the search does that before keeping a
         candidate)."""
-        with self.hold():
+        with self._on_gpu():
             return self._verify(base_ptx, cand_ptx, spec, fresh=fresh)
 
     def _verify(self, base_ptx: str, cand_ptx: str, spec, *, fresh: bool):
@@ -112,7 +135,7 @@ class BackendJudge(Judge):
         from superopt.judge.sanitize import SanitizerResult, sanitize_pair
         if self.backend != "gpu":
             return SanitizerResult("unavailable", "compute-sanitizer needs the GPU backend")
-        with self.hold():
+        with self._on_gpu():
             return sanitize_pair(base_ptx, cand_ptx, spec, tools=tuple(tools))
 
     def time(self, base_ptx: str, cand_ptx: str, spec, *, fresh: bool = True):
@@ -120,5 +143,5 @@ class BackendJudge(Judge):
         concurrent compilations (make -j) never use a GPU while another times on it.
         Every call is a new measurement (``fresh`` is for wrappers that cache)."""
         from superopt.judge.timing import time_pair
-        with self.hold():
+        with self._on_gpu():
             return time_pair(base_ptx, cand_ptx, spec, backend=self.backend, reps=self.timing_reps)
