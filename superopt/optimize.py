@@ -10,6 +10,7 @@ import subprocess
 import time
 import tempfile
 from dataclasses import dataclass, field, replace
+from contextlib import nullcontext
 from pathlib import Path
 
 import ptx_ir
@@ -21,6 +22,7 @@ from superopt.search.candidates import PlanDidNotApply, Step, apply_plan, text_h
 from superopt.store.lockfile import Lockfile, find_lockfile
 from superopt.passes import registry
 from superopt.judge.ptxas import ptxas_version
+from superopt.judge.devices import GpuBusy, NoDevice
 from superopt.model.proposer import model_identity, search_with_model
 from superopt.judge import BackendJudge, Judge
 from superopt.search.loop import SearchOptions
@@ -173,22 +175,33 @@ def optimize_module(ptx: str, *, target: str | None = None, source: str | None =
     lock_path = find_lockfile(Path(source).parent if source else None)
     lock = Lockfile(lock_path) if lock_path else None
     write_lock = os.environ.get("NVCC_PLUS_LOCK") == "write"
+    cluster = None
+    address = cluster_address(config)
+    if address and judge is None:
+        # Searches go to the cluster's GPU workers; decisions come back, are cached and locked here.
+        from superopt.cluster import shared
+        cluster = shared(address)
+    elif judge is None and os.environ.get("NVCC_PLUS_JUDGE"):
+        from superopt.cluster import worker_judge
+        judge = worker_judge(options)          # developer hook (the CPU tests, bench/scale --dry-run)
 
     deadline = (config or {}).get("deadline")
     timed_out: list[str] = []
+    no_free_gpu: list[str] = []
     capture = None
     try:
         capture = load_configured_capture(config)
     except (CaptureError, OSError, ValueError) as exc:
         messages.append(f"capture not used: {exc}")
 
-    result_module = module
-    changed = False
+    state = _ModuleState(module, records, cache, lock, lock_path, write_lock, messages,
+                         lock_dir=Path(source).parent if source else None,
+                         config_path=(config or {}).get("config_path"))
+    sent: list = []                    # (Submitted, _Pending) of searches sent to the cluster
     todo = [fn for fn in module.kernels if not kernels or fn.name in kernels]
-    in_flight = None
     try:
         for index, fn in enumerate(todo, 1):
-            in_flight = fn.name
+            state.in_flight = fn.name
             kernel_text = ptx_ir.printer.emit_function(fn)
             lock_key = decision_key(kernel_text=kernel_text, globals_text=globals_text, target=target,
                                     tool="", policy=options.policy, passes=pass_names)
@@ -201,21 +214,24 @@ def optimize_module(ptx: str, *, target: str | None = None, source: str | None =
             stored = (lock.get(lock_key) if lock else None)
             origin = "locked"
             if stored is not None and capture is not None and stored.get("spec_origin") != "captured" \
-                    and _can_time(judge, options):
+                    and (cluster is not None or _can_time(judge, options)):
                 stored = None                # searched at guessed sizes before: search again at the captured ones
             if stored is None:
                 stored, origin = cache.get(cache_key), "cached"
-            if stored is None and capture is not None:
+            if stored is None and capture is not None and cluster is None:
                 stored = _captured_cache_entry(cache, module, fn.name, capture, kernel_text, globals_text,
                                                target, kernel_tool, options, pass_names)
+            if stored is None and cluster is not None:
+                stored = _cluster_cache_entry(cluster, cache, module, fn.name, capture, kernel_text,
+                                              globals_text, target, kernel_tool, options, pass_names)
             if origin == "cached" and stored is None:
                 stats["misses"] += 1
             if stored is not None:
-                applied = _apply_stored(result_module, fn.name, stored, origin, records, messages,
+                applied = _apply_stored(state.result_module, fn.name, stored, origin, records, messages,
                                         _recheck_stored(options, source, config, capture, judge))
                 if applied is not None:
-                    result_module, did_change = applied
-                    changed |= did_change
+                    state.result_module, did_change = applied
+                    state.changed |= did_change
                     if origin == "cached":
                         stats["hits"] += 1
                         stats["saved_s"] += _number(stored.get("search_s"))
@@ -224,23 +240,23 @@ def optimize_module(ptx: str, *, target: str | None = None, source: str | None =
                     continue
                 if origin == "cached":
                     stats["misses"] += 1         # stored, but it no longer applies: searched again
-            if judge is None:
-                judge = BackendJudge(options.backend, options.policy, options.check_sets, options.timing_reps)
-            if not judge.can_time and options.no_gpu == "locked":
-                # Nothing found here could be applied: do not spend a build's time searching.
-                records["kernels"].append({
-                    "kernel": fn.name, "signature": fn.signature, "status": Status.KEPT_BASELINE, "decision": None,
-                    "reason": "no GPU and no locked or cached decision: nvcc's code kept "
-                              "(NVCC_PLUS_NO_GPU=estimate searches with the emulator and a static estimate)",
-                    "candidates": [], "notes": []})
-                continue
+            if cluster is None:
+                if judge is None:
+                    judge = BackendJudge(options.backend, options.policy, options.check_sets, options.timing_reps)
+                if not judge.can_time and options.no_gpu == "locked":
+                    # Nothing found here could be applied: do not spend a build's time searching.
+                    records["kernels"].append({
+                        "kernel": fn.name, "signature": fn.signature, "status": Status.KEPT_BASELINE,
+                        "decision": None,
+                        "reason": "no GPU and no locked or cached decision: nvcc's code kept "
+                                  "(NVCC_PLUS_NO_GPU=estimate searches with the emulator and a static estimate)",
+                        "candidates": [], "notes": []})
+                    continue
             left = _time_left(deadline)
             if left is not None and left < MIN_SEARCH_S:
                 timed_out.append(fn.name)
-                records["kernels"].append({
-                    "kernel": fn.name, "signature": fn.signature, "status": Status.KEPT_BASELINE, "decision": None,
-                    "reason": "not searched: the optimizer's time limit (NVCC_PLUS_TIMEOUT / build budget) was reached",
-                    "candidates": [], "notes": []})
+                records["kernels"].append(_not_searched(fn, "not searched: the optimizer's time limit "
+                                                            "(NVCC_PLUS_TIMEOUT / build budget) was reached"))
                 continue
             choices, share, skip, notes, why_none = _spec_choices(module, fn.name, source, config, capture,
                                                                   options, spec_for)
@@ -249,76 +265,92 @@ def optimize_module(ptx: str, *, target: str | None = None, source: str | None =
                     "kernel": fn.name, "signature": fn.signature, "status": Status.KEPT_BASELINE, "decision": None,
                     "reason": skip, "capture_share": share, "candidates": [], "notes": notes})
                 continue
-            kr, result, chosen = None, None, None
-            tried: list[str] = []
+            pending = _Pending(fn.name, fn.signature, choices, share, notes, why_none, cache_key, lock_key,
+                               kernel_text, kernel_tool)
+            if cluster is not None:
+                if not choices:
+                    # nothing to judge with: the record says so without a trip to the cluster
+                    records["kernels"].append({
+                        "kernel": fn.name, "signature": fn.signature, "status": Status.NOT_VERIFIABLE,
+                        "decision": None, "reason": f"not verifiable: {why_none}", "candidates": [],
+                        "notes": notes})
+                    continue
+                payload = {"ptx": ptx, "kernel": fn.name, "target": target, "choices": choices, "share": share,
+                           "options": options}
+                sub = cluster.submit(payload, cluster.limit_for(options, deadline))
+                records["kernels"].append(None)           # its place, filled when the answer comes
+                sent.append((sub, pending, len(records["kernels"]) - 1))
+                continue
+            # One GPU for the whole search of this kernel (a free one of those visible; waiting
+            # for one is bounded by the deadline, and the search's budget starts once it is held).
+            hold = getattr(judge, "hold", None)
             notify("kernel_started", fn.signature or fn.name, index, len(todo), options.budget_s)
             search_t0 = time.monotonic()
-            for choice in choices or [None]:
-                specs = choice.specs if choice else None
-                kernel_options = _kernel_options(options, choice, deadline, share)
-                # The model proposer adds candidates when a model is configured; otherwise this is
-                # exactly the rule search.
-                result = search_with_model(module, fn.name, specs, target=target, options=kernel_options, judge=judge)
-                kr, chosen = result.record, choice
-                unjudged = _baseline_unjudgeable(kr)
-                if result.winner is not None or not unjudged or choice is choices[-1]:
-                    break
-                tried.append(f"specs from {choice.origin} could not be judged ({unjudged}); tried the next source")
+            try:
+                with (hold(_gpu_wait_deadline(deadline)) if hold else nullcontext()) as device:
+                    kr, winner, chosen_index, tried = search_choices(
+                        module, fn.name, choices, options=options, deadline=deadline, share=share, judge=judge,
+                        target=target)
+                    if device is not None:
+                        kr["device"] = {"name": device.name, "uuid": device.uuid, "ordinal": device.ordinal}
+            except GpuBusy:
+                no_free_gpu.append(fn.name)
+                records["kernels"].append(_not_searched(fn, "not searched: no GPU became free before the "
+                                                            "optimizer's time limit"))
+                continue
+            except NoDevice as exc:
+                records["kernels"].append(_not_searched(fn, f"not searched: {exc}"))
+                if str(exc) not in messages:
+                    messages.append(f"{exc}; nvcc's code kept")
+                continue
             search_s = time.monotonic() - search_t0
             stats["searches"] += 1
             stats["search_s"] += search_s
             notify("kernel_finished", fn.signature or fn.name, str(kr.get("status")), search_s)
-            if chosen is None:
-                kr["reason"] = f"not verifiable: {why_none}"
-            else:
-                kr["spec_origin"] = chosen.origin
-            if share is not None:
-                kr["capture_share"] = share
-            kr.setdefault("notes", [])
-            kr["notes"] = list(kr["notes"]) + notes + tried + (chosen.notes if chosen else [])
-            if chosen is not None and chosen.origin == "captured":
-                # A decision made at the program's real launches must not be shadowed by one made
-                # at guessed sizes: captured specs are part of the cache key.
-                cache_key = decision_key(kernel_text=kernel_text, globals_text=globals_text, target=target,
-                                         tool=f"{kernel_tool} spec={chosen.key}", policy=options.policy,
-                                         passes=pass_names)
-            records["kernels"].append(kr)
-            decision = {"kernel": fn.name, "plan": [], "ptx_hash": None, "status": kr["status"],
-                        "decision": kr.get("decision"), "spec_origin": kr.get("spec_origin"),
-                        "search_s": round(search_s, 3)}
-            if result.winner is not None:
-                new_module, _ = apply_plan(result_module, fn.name, result.winner.plan)
-                result_module = new_module
-                changed = True
-                decision["plan"] = [s.to_dict() for s in result.winner.plan]
-                decision["ptx_hash"] = text_hash(ptx_ir.printer.emit_function(new_module.function(fn.name)))
-            if kr["status"] in (Status.OPTIMIZED, Status.KEPT_BASELINE) and kr.get("decision") != "estimate" \
-                    and judge.can_time and _measured(kr):
-                try:
-                    cache.put(cache_key, decision)
-                except OSError as exc:
-                    messages.append(f"decision not cached ({exc.filename or cache.root}: {exc.strerror or exc})")
-                if write_lock:
-                    from superopt.store.locations import lockfile_to_write
-                    target_lock = lock or Lockfile(lockfile_to_write(
-                        Path(source).parent if source else None, (config or {}).get("config_path")))
-                    target_lock.record(lock_key, decision)
+            chosen = choices[chosen_index] if chosen_index is not None else None
+            records["kernels"].append(None)
+            _finish(state, pending, kr, winner.plan if winner is not None else None, chosen, tried,
+                    slot=len(records["kernels"]) - 1, target=target, tool=kernel_tool, options=options,
+                    pass_names=pass_names, globals_text=globals_text,
+                    store=judge.can_time, model_tool=None, search_s=search_s)
+        if sent:
+            failed: list[str] = []
+            outcomes = cluster.gather([s for s, _, _ in sent])
+            for (sub, pending, slot), outcome in zip(sent, outcomes):
+                if outcome.answer is None or not _cluster_answer_applies(outcome.answer, pending):
+                    why = outcome.failure or "the worker's answer does not match this kernel"
+                    failed.append((pending.kernel, why))
+                    records["kernels"][slot] = {
+                        "kernel": pending.kernel, "signature": pending.signature, "status": Status.KEPT_BASELINE,
+                        "decision": None, "reason": f"cluster search failed, nvcc's code kept: {why}",
+                        "candidates": [], "notes": list(pending.notes)}
+                    continue
+                ans = outcome.answer
+                kr = ans["record"]
+                kr["cluster"] = {"address": cluster.address, "worker": ans.get("worker"), "gpu": ans.get("gpu"),
+                                 "seconds": ans.get("seconds")}
+                plan = [Step.from_dict(s) for s in ans["plan"]] if ans.get("plan") else None
+                idx = ans.get("chosen")
+                chosen = pending.choices[idx] if isinstance(idx, int) and 0 <= idx < len(pending.choices) else None
+                ok = _finish(state, pending, kr, plan, chosen, list(ans.get("tried") or []), slot=slot,
+                             target=target, tool=pending.kernel_tool, options=options, pass_names=pass_names,
+                             globals_text=globals_text, store=bool(ans.get("can_time")),
+                             model_tool=_cluster_tool(pending.kernel_tool, ans.get("gpu")),
+                             expect_hash=ans.get("ptx_hash"), search_s=ans.get("seconds"))
+                if not ok:
+                    failed.append((pending.kernel, "its plan gives other PTX here than on the worker "
+                                                   "(another nvcc-plus version?)"))
+            if failed:
+                names = ", ".join(k for k, _ in failed[:3]) + (", ..." if len(failed) > 3 else "")
+                messages.append(f"{failed[0][1]}; {len(failed)} kernel(s) keep nvcc's code ({names})")
     except BaseException as exc:
         # A hard stop (the driver's NVCC_PLUS_TIMEOUT alarm) or a failure in the middle of a
         # kernel: what was decided before it is verified and measured; the exception carries
         # that partial result, and the caller decides whether to use it.
         if not isinstance(exc, (KeyboardInterrupt, SystemExit)):
-            done = {k["kernel"] for k in records["kernels"]}
-            records["kernels"].extend(
-                {"kernel": k.name, "signature": k.signature, "status": Status.KEPT_BASELINE, "decision": None,
-                 "reason": ("interrupted while being searched" if k.name == in_flight else "not searched")
-                           + f": {type(exc).__name__}: {exc}", "candidates": [], "notes": []}
-                for k in todo if k.name not in done)
-            text = ptx_ir.emit(result_module, faithful=True) if changed else ptx
-            exc.partial = ModuleResult(text, changed, records, messages + [
-                f"interrupted in {in_flight or 'the search'} ({type(exc).__name__}); the decisions made before "
-                f"it are kept"])
+            exc.partial = _partial_result(ptx, state, todo, exc)
         raise
+    records["kernels"] = [r for r in records["kernels"] if r is not None]
     try:
         CacheStats(cache.root).add(**stats)
     except OSError as exc:
@@ -326,8 +358,182 @@ def optimize_module(ptx: str, *, target: str | None = None, source: str | None =
     if timed_out:
         messages.append(f"time limit reached: {len(timed_out)} kernel(s) not searched, nvcc's code kept "
                         f"({', '.join(timed_out[:3])}{', ...' if len(timed_out) > 3 else ''})")
-    text = ptx_ir.emit(result_module, faithful=True) if changed else ptx
-    return ModuleResult(text, changed, records, messages)
+    if no_free_gpu:
+        messages.append(f"no GPU became free in time: {len(no_free_gpu)} kernel(s) not searched, nvcc's code "
+                        f"kept ({', '.join(no_free_gpu[:3])}{', ...' if len(no_free_gpu) > 3 else ''})")
+    text = ptx_ir.emit(state.result_module, faithful=True) if state.changed else ptx
+    return ModuleResult(text, state.changed, records, messages)
+
+
+def _partial_result(ptx: str, state: "_ModuleState", todo: list, exc: BaseException) -> ModuleResult:
+    """The module as decided up to an interruption: the kernels searched (or applied from the
+    cache and lockfile) before it keep their outcome; the one in flight and the rest keep nvcc's
+    code, their records say why."""
+    records = state.records
+    records["kernels"] = [k for k in records["kernels"] if k is not None]
+    done = {k["kernel"] for k in records["kernels"]}
+    records["kernels"].extend(
+        {"kernel": k.name, "signature": k.signature, "status": Status.KEPT_BASELINE, "decision": None,
+         "reason": ("interrupted while being searched" if k.name == state.in_flight else "not searched")
+                   + f": {type(exc).__name__}: {exc}", "candidates": [], "notes": []}
+        for k in todo if k.name not in done)
+    text = ptx_ir.emit(state.result_module, faithful=True) if state.changed else ptx
+    return ModuleResult(text, state.changed, records, state.messages + [
+        f"interrupted in {state.in_flight or 'the search'} ({type(exc).__name__}); the decisions made before it "
+        "are kept"])
+
+
+def cluster_address(config: dict | None) -> str | None:
+    from superopt.cluster import address_from
+    return address_from(config)
+
+
+def _gpu_wait_deadline(deadline) -> float | None:
+    """Until when a kernel may wait for a free GPU: while a search could still start."""
+    return None if deadline is None else float(deadline) - MIN_SEARCH_S
+
+
+def _not_searched(fn, reason: str) -> dict:
+    return {"kernel": fn.name, "signature": fn.signature, "status": Status.KEPT_BASELINE, "decision": None,
+            "reason": reason, "candidates": [], "notes": []}
+
+
+@dataclass
+class _Pending:
+    """A kernel to search: what the search and the storing of its decision need."""
+    kernel: str
+    signature: str | None
+    choices: list
+    share: float | None
+    notes: list
+    why_none: str | None
+    cache_key: str
+    lock_key: str
+    kernel_text: str
+    kernel_tool: str = ""
+
+
+@dataclass
+class _ModuleState:
+    module: object
+    records: dict
+    cache: DecisionCache
+    lock: Lockfile | None
+    lock_path: Path | None
+    write_lock: bool
+    messages: list
+    lock_dir: Path | None = None           # where a new lockfile goes (store.locations decides)
+    config_path: str | None = None
+    result_module: object = None
+    changed: bool = False
+    in_flight: str | None = None           # the kernel being searched
+
+    def __post_init__(self):
+        if self.result_module is None:
+            self.result_module = self.module
+
+
+def search_choices(module, kernel: str, choices, *, options: SearchOptions, deadline, share, judge, target):
+    """The search of one kernel with its spec sources in order (the next source only when nvcc's
+    code could not be judged with one): (record, winner or None, index of the choice used or
+    None, notes on the sources tried). This is what a cluster worker runs, too."""
+    kr, result, chosen = None, None, None
+    tried: list[str] = []
+    for i, choice in enumerate(choices or [None]):
+        specs = choice.specs if choice else None
+        kernel_options = _kernel_options(options, choice, deadline, share)
+        # The model proposer adds candidates when a model is configured; otherwise this is
+        # exactly the rule search.
+        result = search_with_model(module, kernel, specs, target=target, options=kernel_options, judge=judge)
+        kr, chosen = result.record, (i if choice is not None else None)
+        unjudged = _baseline_unjudgeable(kr)
+        if result.winner is not None or not unjudged or i == len(choices or [None]) - 1:
+            break
+        tried.append(f"specs from {choice.origin} could not be judged ({unjudged}); tried the next source")
+    return kr, result.winner, chosen, tried
+
+
+def _finish(state: _ModuleState, p: _Pending, kr: dict, plan, chosen, tried: list, *, slot: int, target: str,
+            tool: str, options: SearchOptions, pass_names, globals_text: str, store: bool,
+            model_tool: str | None, expect_hash: str | None = None, search_s: float | None = None) -> bool:
+    """Record a search's outcome, apply its winning plan and store the decision (cache, and the
+    lockfile with NVCC_PLUS_LOCK=write). ``model_tool``: the cache key's tool part for a decision
+    measured elsewhere (a cluster worker's GPU model). False when the plan gives other PTX than
+    ``expect_hash`` (nothing applied or stored then)."""
+    records, messages = state.records, state.messages
+    if chosen is None:
+        kr["reason"] = f"not verifiable: {p.why_none}"
+    else:
+        kr["spec_origin"] = chosen.origin
+    if p.share is not None:
+        kr["capture_share"] = p.share
+    kr.setdefault("notes", [])
+    kr["notes"] = list(kr["notes"]) + p.notes + tried + (chosen.notes if chosen else [])
+    key_tool = model_tool or tool
+    cache_key = p.cache_key if model_tool is None else decision_key(
+        kernel_text=p.kernel_text, globals_text=globals_text, target=target, tool=key_tool,
+        policy=options.policy, passes=pass_names)
+    if chosen is not None and chosen.origin == "captured":
+        # A decision made at the program's real launches must not be shadowed by one made
+        # at guessed sizes: captured specs are part of the cache key.
+        cache_key = decision_key(kernel_text=p.kernel_text, globals_text=globals_text, target=target,
+                                 tool=f"{key_tool} spec={chosen.key}", policy=options.policy, passes=pass_names)
+    decision = {"kernel": p.kernel, "plan": [], "ptx_hash": None, "status": kr["status"],
+                "decision": kr.get("decision"), "spec_origin": kr.get("spec_origin")}
+    if search_s is not None:
+        decision["search_s"] = round(search_s, 3)
+    if plan:
+        new_module, _ = apply_plan(state.result_module, p.kernel, plan)
+        got = text_hash(ptx_ir.printer.emit_function(new_module.function(p.kernel)))
+        if expect_hash is not None and got != expect_hash:
+            records["kernels"][slot] = {
+                "kernel": p.kernel, "signature": p.signature, "status": Status.KEPT_BASELINE, "decision": None,
+                "reason": f"the worker's plan gives other PTX here ({got} != {expect_hash}); nvcc's code kept",
+                "candidates": [], "notes": kr["notes"]}
+            return False
+        state.result_module = new_module
+        state.changed = True
+        decision["plan"] = [s.to_dict() for s in plan]
+        decision["ptx_hash"] = got
+    if model_tool is not None:
+        decision["gpu"] = model_tool.rpartition(" gpu=")[2]
+    records["kernels"][slot] = kr
+    if kr["status"] in (Status.OPTIMIZED, Status.KEPT_BASELINE) and kr.get("decision") != "estimate" \
+            and store and _measured(kr):
+        try:
+            state.cache.put(cache_key, decision)
+        except OSError as exc:
+            messages.append(f"decision not cached ({exc.filename or state.cache.root}: {exc.strerror or exc})")
+        if state.write_lock:
+            from superopt.store.locations import lockfile_to_write
+            target_lock = state.lock or Lockfile(lockfile_to_write(state.lock_dir, state.config_path))
+            target_lock.record(p.lock_key, decision)
+    return True
+
+
+def _cluster_tool(tool: str, gpu: str | None) -> str:
+    """The tool part of a cluster decision's cache key: the GPU model it was measured on is part of it."""
+    return f"{tool} gpu={gpu or '?'}"
+
+
+def _cluster_answer_applies(ans: dict, p: _Pending) -> bool:
+    kr = ans.get("record")
+    return isinstance(kr, dict) and kr.get("kernel") == p.kernel and "status" in kr
+
+
+def _cluster_cache_entry(cluster, cache, module, kernel, capture, kernel_text, globals_text, target, tool,
+                         options, pass_names):
+    """A decision the cluster made for this kernel earlier, on one of its GPU models."""
+    for gpu in cluster.models():
+        key_tool = _cluster_tool(tool, gpu)
+        found = cache.get(decision_key(kernel_text=kernel_text, globals_text=globals_text, target=target,
+                                       tool=key_tool, policy=options.policy, passes=pass_names))
+        if found is None and capture is not None:
+            found = _captured_cache_entry(cache, module, kernel, capture, kernel_text, globals_text, target,
+                                          key_tool, options, pass_names)
+        if found is not None:
+            return found
+    return None
 
 
 def _number(v) -> float:

@@ -89,6 +89,16 @@ SETTINGS: tuple[Setting, ...] = (
             "their real launches", "search", toml="capture"),
     Setting("NVCC_PLUS_SEARCH_MINOR", "false", "also search kernels under 1% of the captured GPU "
             "time", "search", toml="search_minor"),
+    Setting("NVCC_PLUS_GPUS", "all visible", "the GPUs searches may use: ordinals, UUIDs or UUID prefixes "
+            "(each kernel's search leases a free one)", "search"),
+    Setting("NVCC_PLUS_CLUSTER", "", "a Dask scheduler (tcp://host:8786) whose GPU workers run the searches",
+            "search", toml="cluster"),
+    Setting("NVCC_PLUS_CLUSTER_CONNECT_TIMEOUT", "10", "seconds to reach the cluster's scheduler", "search"),
+    Setting("NVCC_PLUS_CLUSTER_TIMEOUT", "4 x budget + 120", "seconds per kernel from submission to the "
+            "cluster's answer (never past the compilation's deadline)", "search"),
+    Setting("NVCC_PLUS_CLUSTER_GRACE", "30", "seconds the cluster may have no GPU worker before waiting "
+            "kernels keep nvcc's code", "search"),
+    Setting("NVCC_PLUS_CLUSTER_RETRY", "60", "seconds an unreachable cluster is not tried again", "search"),
     Setting("NVCC_PLUS_EMULATOR_MAX_MB", "256", "largest buffers per input set the CPU emulator "
             "runs (MB)", "search"),
     Setting("NVCC_PLUS_EMULATOR_MAX_THREADS", "4194304", "largest launch the CPU emulator runs "
@@ -136,6 +146,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("NVCC_PLUS_OPTIMIZER", "superopt:optimize_ptx", "module:function the driver calls "
             "instead of superopt.optimize_ptx (same signature)", "developer"),
     Setting("NVCC_PLUS_COMMIT", "git HEAD", "the commit benchmark results are labelled with",
+            "developer"),
+    Setting("NVCC_PLUS_JUDGE", "", "module:function giving the judge on cluster workers (the CPU tests, "
+            "bench/scale --dry-run)", "developer"),
+    Setting("SUPEROPT_FAKE_GPUS", "", "tests: fake GPU list (names) for the device lease", "developer"),
+    Setting("SUPEROPT_DRYRUN_TIME_S", "0.05", "bench/scale --dry-run: seconds a fake timing takes",
             "developer"),
     Setting("NVCC_PLUS_DEBUG", "", "1: `superopt generate` shows the traceback of an internal error "
             "instead of one line", "developer"),

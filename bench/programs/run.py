@@ -141,7 +141,13 @@ def gpu_held(timeout: float):
     except Exception:        # noqa: BLE001 - the benchmark must run without the package
         yield
         return
-    device = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0] or "0"
+    # The lock of the GPU the program runs on (CUDA's device 0 here), named by its UUID as
+    # the searches' leases name it (superopt.judge.devices).
+    try:
+        from superopt.judge.devices import visible_devices
+        device = visible_devices()[0].uuid
+    except Exception:        # noqa: BLE001 - no enumeration: the old name
+        device = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0] or "0"
     with gpu_lock(device, timeout=timeout):
         yield
 

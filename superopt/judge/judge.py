@@ -3,6 +3,7 @@ the timer and compute-sanitizer, as :class:`superopt.judge.protocol.Judge` descr
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 
 from superopt.judge.cache import spec_key, text_digest
 from superopt.judge.protocol import Judge
@@ -26,14 +27,19 @@ class BackendJudge(Judge):
     def gpu_usable() -> tuple[bool, str]:
         # Cheap test first: a machine without the NVIDIA driver needs no CUDA process started
         # (this runs once per compiled PTX in a build).
-        if not (os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/dxg")):
+        from superopt.judge import devices
+        if not os.environ.get("SUPEROPT_FAKE_GPUS") and \
+                not (os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/dxg")):
             return False, "no NVIDIA GPU device node on this machine (/dev/nvidiactl)"
         try:
-            from superopt.judge.backends.base import get_backend
-            be = get_backend("gpu")
-            return be.available()
-        except Exception as exc:
+            # Enumerated in this process (no context, no worker started): the worker is started
+            # on whichever GPU a search leases.
+            found = devices.allowed_devices()
+        except devices.GpusSettingError:
+            raise
+        except Exception as exc:  # noqa: BLE001
             return False, str(exc)
+        return True, "gpu: " + ", ".join(f"{d.ordinal} {d.name}" for d in found)
 
     def _resolve(self, backend: str) -> str:
         if backend != "auto":
@@ -45,6 +51,52 @@ class BackendJudge(Judge):
     def can_time(self) -> bool:
         return self.backend == "gpu"
 
+    @contextmanager
+    def hold(self, deadline: float | None = None):
+        """Hold a free GPU (superopt.judge.devices.lease) for a block: everything judged in it
+        runs on that GPU, and no other compilation's search runs there meanwhile. Yields the
+        Device, or None for a backend that needs no GPU. Re-entrant."""
+        if self.backend != "gpu":
+            yield None
+            return
+        from superopt.judge import devices
+        with devices.lease(deadline=deadline) as dev:
+            yield dev
+
+    @contextmanager
+    def _on_gpu(self):
+        """hold() for one call of verify/time/sanitize; with no GPU to lease the call goes on
+        and its backend answers "could not judge" as it always did."""
+        from superopt.judge import devices
+        if self.backend != "gpu" or devices.current() is not None:
+            yield
+            return
+        try:
+            cm = devices.lease()
+            cm.__enter__()
+        except devices.NoDevice:
+            yield
+            return
+        try:
+            yield
+        except BaseException:
+            import sys
+            if not cm.__exit__(*sys.exc_info()):
+                raise
+        else:
+            cm.__exit__(None, None, None)
+
+    def device_name(self) -> str:
+        """What runs the kernels: the leased GPU's model, or the backend's name."""
+        from superopt.judge import devices
+        dev = devices.current()
+        if dev is not None:
+            return dev.name
+        if self.backend == "gpu":
+            with self.hold() as dev:
+                return dev.name
+        return self.backend
+
     def verify(self, base_ptx: str, cand_ptx: str, spec, *, fresh: bool = False):
         """The differential check. The baseline's runs on one family of inputs are reused for
         the following candidates of the same baseline and spec (they do not depend on the
@@ -52,6 +104,10 @@ class BackendJudge(Judge):
         inputs for the next candidate, since its evidence shows input values. ``fresh``: a
         check on inputs drawn for this call alone (the search does that before keeping a
         candidate)."""
+        with self._on_gpu():
+            return self._verify(base_ptx, cand_ptx, spec, fresh=fresh)
+
+    def _verify(self, base_ptx: str, cand_ptx: str, spec, *, fresh: bool):
         from superopt.judge.check import BaselineRuns, check, run_baseline
         if fresh:
             return check(base_ptx, cand_ptx, spec, backend=self.backend, policy=self.policy,
@@ -79,13 +135,13 @@ class BackendJudge(Judge):
         from superopt.judge.sanitize import SanitizerResult, sanitize_pair
         if self.backend != "gpu":
             return SanitizerResult("unavailable", "compute-sanitizer needs the GPU backend")
-        return sanitize_pair(base_ptx, cand_ptx, spec, tools=tuple(tools))
+        with self._on_gpu():
+            return sanitize_pair(base_ptx, cand_ptx, spec, tools=tuple(tools))
 
     def time(self, base_ptx: str, cand_ptx: str, spec, *, fresh: bool = True):
-        """Timing holds the GPU's lock: concurrent compilations (make -j) never time at once.
+        """Timing holds a GPU's lock (the search's lease, else one taken for this call):
+        concurrent compilations (make -j) never use a GPU while another times on it.
         Every call is a new measurement (``fresh`` is for wrappers that cache)."""
-        from superopt.judge.gpu_lock import gpu_lock
         from superopt.judge.timing import time_pair
-        device = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0] or "0"
-        with gpu_lock(device):
+        with self._on_gpu():
             return time_pair(base_ptx, cand_ptx, spec, backend=self.backend, reps=self.timing_reps)

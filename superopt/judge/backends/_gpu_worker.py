@@ -153,6 +153,11 @@ class Worker:
             "pid": os.getpid(),
         }
         try:
+            from superopt.judge.devices import format_uuid
+            self.info["uuid"] = format_uuid(self._chk(cu.cuDeviceGetUuid(self.dev), "cuDeviceGetUuid").bytes)
+        except Exception:  # noqa: BLE001 - the UUID only confirms the lease; never fatal
+            pass
+        try:
             import cuda.bindings
             self.info["cuda_bindings"] = getattr(cuda.bindings, "__version__", "?")
         except Exception:  # noqa: BLE001

@@ -131,7 +131,8 @@ def register_backend(name: str, factory: Callable[[], Backend] | str) -> None:
     """Register a backend factory (a callable, or "module:attr" imported lazily)."""
     with _LOCK:
         _FACTORIES[name] = factory
-        _INSTANCES.pop(name, None)
+        for k in [k for k in _INSTANCES if k == name or k.startswith(name + ":")]:
+            _INSTANCES.pop(k)
 
 
 def backend_names() -> list[str]:
@@ -144,9 +145,15 @@ def get_backend(name: str, *, fresh: bool = False) -> Backend:
     Raises BackendUnavailable when the backend does not exist (e.g. the emulator before it
     is written) or cannot be constructed.
     """
+    # The GPU backend has one instance per device: its worker process is bound to one GPU,
+    # and a search runs on the GPU its thread has leased (superopt.judge.devices).
+    key = name
+    if name == "gpu":
+        from superopt.judge.devices import default_ordinal
+        key = f"gpu:{default_ordinal()}"
     with _LOCK:
-        if not fresh and name in _INSTANCES:
-            return _INSTANCES[name]
+        if not fresh and key in _INSTANCES:
+            return _INSTANCES[key]
         if name not in _FACTORIES:
             raise BackendUnavailable(f"unknown backend {name!r} (known: {', '.join(sorted(_FACTORIES))})")
         factory = _FACTORIES[name]
@@ -163,5 +170,14 @@ def get_backend(name: str, *, fresh: bool = False) -> Backend:
         except Exception as e:  # noqa: BLE001 - a broken backend is "unavailable", not a crash
             raise BackendUnavailable(f"{name} backend could not start: {type(e).__name__}: {e}") from None
         if not fresh:
-            _INSTANCES[name] = inst
+            _INSTANCES[key] = inst
         return inst
+
+
+def close_idle_gpu_backends(busy: set[int]) -> None:
+    """Close the shared GPU backends whose device is not in ``busy`` (ordinals in use)."""
+    with _LOCK:
+        idle = [k for k in _INSTANCES if k.startswith("gpu:") and int(k[4:]) not in busy]
+        closing = [_INSTANCES.pop(k) for k in idle]
+    for inst in closing:
+        inst.close()

@@ -32,7 +32,7 @@ from superopt.specs.launch_spec import Buffer, Bytes, LaunchSpec, Scalar
 
 __all__ = ["GpuBackend", "probe_gpu", "pack_sets", "unpack_result"]
 
-_ROOT = str(Path(__file__).resolve().parents[2])
+_ROOT = str(Path(__file__).resolve().parents[3])     # the folder holding superopt/
 
 DEFAULT_LAUNCH_TIMEOUT = 10.0     # seconds per launch
 JIT_ALLOWANCE = 60.0              # seconds on top of launch timeouts for module load etc.
@@ -124,7 +124,12 @@ class GpuBackend(Backend):
 
     def __init__(self, device: int | None = None, *, worker_cmd: list[str] | None = None,
                  startup_timeout: float = 120.0, scrub_shared: bool = True):
-        self.device = int(os.environ.get("SUPEROPT_GPU_DEVICE", "0")) if device is None else device
+        from superopt.judge import devices
+        # The leased GPU (superopt.judge.devices) when this thread holds one: the worker is
+        # started on its ordinal and must report its UUID.
+        lease = devices.current()
+        self.device = devices.default_ordinal() if device is None else device
+        self.expect_uuid = lease.uuid if lease is not None and lease.ordinal == self.device else None
         self.worker_cmd = worker_cmd or [sys.executable, "-m", "superopt.judge.backends._gpu_worker"]
         self.startup_timeout = startup_timeout
         self.scrub_shared = scrub_shared
@@ -169,6 +174,13 @@ class GpuBackend(Backend):
             self._unavailable = f"no GPU: {hello.get('error')}"
             raise BackendUnavailable(self._unavailable)
         self._info = hello["info"]
+        got = self._info.get("uuid")
+        if self.expect_uuid and got and got != self.expect_uuid:
+            self._kill()
+            self._unavailable = (f"no GPU: the worker bound to {got} (ordinal {self.device}), not to the "
+                                 f"leased {self.expect_uuid}; CUDA_VISIBLE_DEVICES or CUDA_DEVICE_ORDER "
+                                 f"differs between this process and its worker")
+            raise BackendUnavailable(self._unavailable)
         self.last_start_seconds = time.monotonic() - t0
 
     def _stderr_tail(self, n: int = 2000) -> str:
@@ -242,7 +254,8 @@ class GpuBackend(Backend):
     def describe(self) -> dict:
         d = {"backend": "gpu"}
         if self._info:
-            d.update({k: self._info.get(k) for k in ("name", "cc", "sm_count", "l2_bytes", "driver_version", "cuda_bindings")})
+            d.update({k: self._info.get(k) for k in ("name", "uuid", "ordinal", "cc", "sm_count", "l2_bytes",
+                                                      "driver_version", "cuda_bindings")})
         return d
 
     def run_many(self, ptx: str, spec: LaunchSpec, input_sets: list[InputSet], *,

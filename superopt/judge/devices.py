@@ -1,0 +1,280 @@
+"""Which GPU a search runs on: every visible GPU, a free one taken per kernel search.
+
+A compilation that searches a kernel first *leases* a GPU (:func:`lease`): it tries every
+allowed GPU's lock without waiting (the one it used last first, its warm worker process is
+there; then the others from a place that depends on the process id, so that concurrent
+compilations spread), and when all are taken waits until any of them is free. Everything the
+search runs on the GPU (checks, timing, compute-sanitizer) runs on the leased GPU while the
+lease is held, so timing is exclusive per GPU and ``make -jN`` on a host with G GPUs searches
+G kernels at a time.
+
+The locks are :mod:`superopt.judge.gpu_lock`'s files, named by the GPU's UUID (``GPU-…`` as
+``cuDeviceGetUuid`` gives it and nvidia-smi prints it): two builds with different
+``CUDA_VISIBLE_DEVICES`` orders, or a cluster worker pinned to one GPU beside a local build,
+still exclude each other on the same physical GPU.
+
+GPUs are enumerated in this process through the CUDA driver (cuda-python: ``cuInit``,
+``cuDeviceGetCount``, ``cuDeviceGetUuid``, ``cuDeviceGetName``; no context is created, so no
+GPU memory is taken), in CUDA's own ordinal order under this process's
+``CUDA_VISIBLE_DEVICES``; the GPU worker process inherits the same environment, is started on
+the leased ordinal and reports the UUID it bound to, which must be the leased one.
+
+``NVCC_PLUS_GPUS`` (comma-separated ordinals as CUDA numbers them here, or UUIDs, or UUID
+prefixes of at least 8 characters as nvidia-smi shows them) restricts the set.
+
+Test hook: ``SUPEROPT_FAKE_GPUS=N`` (or a comma-separated list of ``UUID=NAME``) replaces the
+enumeration by N fake GPUs; only judges that do not start the GPU worker can use them (the CPU
+tests of this module and the dry run of ``bench/scale``).
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from superopt.judge.gpu_lock import LockTimeout, lock_path
+from superopt.store.private_dir import open_private
+
+
+@dataclass(frozen=True)
+class Device:
+    ordinal: int            # CUDA's ordinal in this process's view (CUDA_VISIBLE_DEVICES applied)
+    uuid: str               # "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
+    name: str               # the model, e.g. "NVIDIA H200"
+
+
+class NoDevice(RuntimeError):
+    """No GPU can be used here (none visible, the driver is missing, NVCC_PLUS_GPUS names none)."""
+
+
+class GpuBusy(LockTimeout):
+    """Every allowed GPU stayed taken until the deadline."""
+
+
+class GpusSettingError(ValueError):
+    """NVCC_PLUS_GPUS names a GPU that is not visible here; the message says which ones are."""
+
+
+def format_uuid(raw) -> str:
+    """nvidia-smi's form of a CUuuid's 16 bytes."""
+    b = raw.encode("latin-1") if isinstance(raw, str) else bytes(raw)
+    h = b.hex()
+    return f"GPU-{h[0:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+
+
+_ENUM_LOCK = threading.Lock()
+_ENUMERATED: list[Device] | None = None
+_ENUM_ERROR: str | None = None
+
+
+def _fake_devices(spec: str) -> list[Device]:
+    spec = spec.strip()
+    if spec.isdigit():
+        return [Device(i, f"GPU-fake{i:04d}-0000-0000-0000-000000000000", "Fake GPU") for i in range(int(spec))]
+    out = []
+    for i, item in enumerate(x for x in spec.split(",") if x.strip()):
+        uuid, _, name = item.strip().partition("=")
+        out.append(Device(i, uuid, name or "Fake GPU"))
+    return out
+
+
+def _cuda_devices() -> list[Device]:
+    from cuda.bindings import driver as cu
+
+    def chk(res, what):
+        err, *rest = res if isinstance(res, tuple) else (res,)
+        if int(err) != 0:
+            raise NoDevice(f"{what} failed ({err})")
+        return rest[0] if len(rest) == 1 else rest
+
+    chk(cu.cuInit(0), "cuInit")
+    n = int(chk(cu.cuDeviceGetCount(), "cuDeviceGetCount"))
+    out = []
+    for i in range(n):
+        dev = chk(cu.cuDeviceGet(i), "cuDeviceGet")
+        uuid = chk(cu.cuDeviceGetUuid(dev), "cuDeviceGetUuid")
+        name = chk(cu.cuDeviceGetName(256, dev), "cuDeviceGetName")
+        out.append(Device(i, format_uuid(uuid.bytes),
+                          bytes(name).split(b"\0")[0].decode(errors="replace")))
+    return out
+
+
+def visible_devices(*, refresh: bool = False) -> list[Device]:
+    """Every GPU CUDA shows this process, in ordinal order (cached per process).
+    Raises :class:`NoDevice` with the reason when there is none."""
+    global _ENUMERATED, _ENUM_ERROR
+    fake = os.environ.get("SUPEROPT_FAKE_GPUS")
+    if fake:
+        return _fake_devices(fake)
+    with _ENUM_LOCK:
+        if _ENUMERATED is None and (_ENUM_ERROR is None or refresh):
+            try:
+                _ENUMERATED, _ENUM_ERROR = _cuda_devices(), None
+            except NoDevice as exc:
+                _ENUM_ERROR = str(exc)
+            except Exception as exc:  # noqa: BLE001 - no driver, no cuda-python: no GPU
+                _ENUM_ERROR = f"{type(exc).__name__}: {exc}"
+        if _ENUM_ERROR is not None:
+            raise NoDevice(f"no GPU: {_ENUM_ERROR}")
+        if not _ENUMERATED:
+            raise NoDevice("no GPU: CUDA shows no device to this process"
+                           + (f" (CUDA_VISIBLE_DEVICES={os.environ['CUDA_VISIBLE_DEVICES']!r})"
+                              if "CUDA_VISIBLE_DEVICES" in os.environ else ""))
+        return list(_ENUMERATED)
+
+
+def select(devices: list[Device], setting: str | None) -> list[Device]:
+    """The devices ``setting`` (NVCC_PLUS_GPUS: ordinals, UUIDs or UUID prefixes) names, in its
+    order; all of them when it is empty."""
+    if not setting or not setting.strip():
+        return list(devices)
+    out: list[Device] = []
+    for item in (x.strip() for x in setting.split(",")):
+        if not item:
+            continue
+        if item.isdigit():
+            found = [d for d in devices if d.ordinal == int(item)]
+        else:
+            key = item.lower()
+            key = key if key.startswith(("gpu-", "mig-")) else "gpu-" + key
+            found = [d for d in devices if d.uuid.lower() == key] or \
+                    ([d for d in devices if d.uuid.lower().startswith(key)] if len(key) >= 12 else [])
+        if len(found) != 1:
+            shown = ", ".join(f"{d.ordinal} {d.uuid}" for d in devices)
+            raise GpusSettingError(f"NVCC_PLUS_GPUS: {item!r} names "
+                                   f"{'no' if not found else 'more than one'} visible GPU (visible: {shown})")
+        if found[0] not in out:
+            out.append(found[0])
+    return out
+
+
+def allowed_devices() -> list[Device]:
+    """The GPUs searches may use here: the visible ones, restricted by NVCC_PLUS_GPUS."""
+    devs = select(visible_devices(), os.environ.get("NVCC_PLUS_GPUS"))
+    if not devs:
+        raise NoDevice("no GPU: NVCC_PLUS_GPUS names none")
+    return devs
+
+
+# --------------------------------------------------------------------------- taking one
+
+def _try(dev: Device) -> int | None:
+    """The fd holding ``dev``'s lock, or None when another holder has it."""
+    fd = open_private(lock_path(dev.uuid), os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    except BaseException:
+        os.close(fd)
+        raise
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+    except OSError:
+        pass
+    return fd
+
+
+def order(devices: list[Device], prefer: Device | None = None, pid: int | None = None) -> list[Device]:
+    """The order in which a process tries the GPUs: the one it used last, then the others
+    starting at a place given by its pid (concurrent compilations start on different GPUs)."""
+    if not devices:
+        return []
+    k = (os.getpid() if pid is None else pid) % len(devices)
+    rot = devices[k:] + devices[:k]
+    if prefer is not None and prefer in rot:
+        rot.remove(prefer)
+        rot.insert(0, prefer)
+    return rot
+
+
+def acquire(devices: list[Device], *, deadline: float | None = None, prefer: Device | None = None,
+            poll: float = 0.05) -> tuple[Device, int]:
+    """Take a free GPU of ``devices``: (device, fd holding its lock). Tries each without
+    waiting, then polls all of them until one is free (the first to free up wins, instead of
+    queueing behind one whose search may be long). ``deadline`` (time.time()) None waits for
+    ever; past it :class:`GpuBusy`."""
+    if not devices:
+        raise NoDevice("no GPU to take")
+    tries = order(devices, prefer)
+    while True:
+        for dev in tries:
+            fd = _try(dev)
+            if fd is not None:
+                return dev, fd
+        if deadline is not None and time.time() >= deadline:
+            raise GpuBusy(f"every GPU ({len(devices)}) stayed busy until the time limit")
+        time.sleep(poll if deadline is None else max(0.0, min(poll, deadline - time.time())))
+
+
+def release(fd: int) -> None:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+_local = threading.local()
+_LAST: Device | None = None          # the GPU this process leased last (its worker is warm there)
+_HELD: dict[int, int] = {}           # ordinal -> leases held in this process (all threads)
+_HELD_LOCK = threading.Lock()
+
+
+def current() -> Device | None:
+    """The GPU this thread holds a lease on, if any."""
+    return getattr(_local, "device", None)
+
+
+@contextmanager
+def lease(*, deadline: float | None = None, devices: list[Device] | None = None):
+    """Hold one free GPU for a block (re-entrant within a thread): yields the :class:`Device`.
+    Raises :class:`NoDevice` when there is none and :class:`GpuBusy` past ``deadline``."""
+    global _LAST
+    held = current()
+    if held is not None:
+        yield held
+        return
+    devs = devices if devices is not None else allowed_devices()
+    dev, fd = acquire(devs, deadline=deadline, prefer=_LAST)
+    _local.device = dev
+    with _HELD_LOCK:
+        _HELD[dev.ordinal] = _HELD.get(dev.ordinal, 0) + 1
+    switched = _LAST is not None and _LAST != dev
+    _LAST = dev
+    try:
+        if switched:
+            _close_idle_workers()
+        yield dev
+    finally:
+        _local.device = None
+        with _HELD_LOCK:
+            _HELD[dev.ordinal] -= 1
+        release(fd)
+
+
+def held_ordinals() -> set[int]:
+    with _HELD_LOCK:
+        return {o for o, n in _HELD.items() if n > 0}
+
+
+def _close_idle_workers() -> None:
+    """One warm GPU worker per process is enough: close those on GPUs no thread holds now
+    (each keeps a CUDA context, some hundreds of MB of GPU memory)."""
+    try:
+        from superopt.judge.backends.base import close_idle_gpu_backends
+        close_idle_gpu_backends(held_ordinals())
+    except Exception:  # noqa: BLE001 - tidying up must not fail a search
+        pass
+
+
+def default_ordinal() -> int:
+    """The ordinal the GPU backend uses: the lease's, else SUPEROPT_GPU_DEVICE, else 0."""
+    dev = current()
+    if dev is not None:
+        return dev.ordinal
+    return int(os.environ.get("SUPEROPT_GPU_DEVICE", "0"))
