@@ -240,6 +240,8 @@ def phase(name: str, args, scratch: Path, env0: dict, wrapper: str, kernels: lis
         env["SUPEROPT_FAKE_GPUS"] = "2"
         env["NVCC_PLUS_JUDGE"] = "bench.scale.dryrun:judge"
     cluster = None
+    if name == "cluster" and not args.dry_run:
+        ngpu = min(2, len(gpu_list))
     result: dict = {"phase": name, "gpus_used": ngpu}
     try:
         if name in ("1gpu", "2gpu"):
@@ -248,7 +250,7 @@ def phase(name: str, args, scratch: Path, env0: dict, wrapper: str, kernels: lis
         else:
             from bench.scale.localcluster import LocalDaskCluster
             workers = []
-            for i in range(2):
+            for i in range(2 if args.dry_run else min(2, len(gpu_list))):    # one worker per GPU
                 w = {"CUDA_VISIBLE_DEVICES": str(gpu_list[i]["uuid"] if gpu_list else i)}
                 if args.dry_run:
                     w = {"SUPEROPT_FAKE_GPUS": f"GPU-fake{i}=Fake GPU", "NVCC_PLUS_JUDGE": "bench.scale.dryrun:judge"}
@@ -345,8 +347,12 @@ def main(argv: list[str] | None = None) -> int:
             env0["SUPEROPT_FAKE_GPUS"] = "2"
         gpu_list = gpus(env0)
         env0.pop("SUPEROPT_FAKE_GPUS", None)
-        if not args.dry_run and len(gpu_list) < 2:
-            print(f"bench.scale: needs 2 GPUs, CUDA shows {len(gpu_list)}: {gpu_list}", file=sys.stderr)
+        if not args.dry_run and len(gpu_list) < 2 and "2gpu" in phases:
+            print(f"bench.scale: the 2gpu phase needs 2 GPUs, CUDA shows {len(gpu_list)}: {gpu_list} "
+                  f"(--phases 1gpu,cluster measures the lease and the cluster path on one)", file=sys.stderr)
+            return 2
+        if not args.dry_run and not gpu_list:
+            print("bench.scale: no GPU", file=sys.stderr)
             return 2
         wrapper = nvcc_plus_wrapper(scratch / "bin")
         settings = {"files": args.files, "kernels_per_file": args.kernels_per_file, "jobs": args.jobs,
