@@ -405,7 +405,8 @@ def _apply_stored(module, kernel: str, stored: dict, origin: str, records: dict,
         return module, False
     try:
         new_module, _ = apply_plan(module, kernel, plan)
-    except (PlanDidNotApply, KeyError) as exc:
+    except (PlanDidNotApply, KeyError, ValueError, TypeError) as exc:
+        # a pass refusing the stored parameters (maxnreg=5, block="x") is a stale or tampered entry
         messages.append(f"{entry}: {origin} decision no longer applies ({exc}); searching again")
         return None
     got = text_hash(ptx_ir.printer.emit_function(new_module.function(kernel)))

@@ -193,3 +193,17 @@ def test_keep_nvcc_entries_are_announced_with_their_origin(tmp_path, env, extra,
     (line,) = res.messages
     assert line == f"{lock}: {SAXPY}: applied the locked entry: plan keep nvcc code; {words}"
     assert not cache.entries()
+
+
+@pytest.mark.parametrize("params", [{"block": [256], "maxnreg": 5}, {"block": "many", "minnctapersm": 2},
+                                    {"block": [256], "minnctapersm": "x"}])
+def test_stored_parameters_a_pass_refuses_keep_nvcc_code(tmp_path, env, params):
+    key, entry = _entry([])
+    entry.update(plan=[{"pass": "occupancy", "params": params}], ptx_hash=None)
+    lock = tmp_path / "nvcc-plus.lock"
+    lock.write_text(json.dumps({"version": 1, "decisions": {key: entry}}))
+    env.setenv("NVCC_PLUS_LOCKFILE", str(lock))
+    res = optimize_module(BASE, config={**CFG, "kernels": EXPLICIT})
+    assert not res.changed and res.ptx == BASE
+    (line,) = res.messages
+    assert line.startswith(f"{lock}: {SAXPY}: locked decision no longer applies")
