@@ -47,6 +47,7 @@ class Config:
 
     def optimizer_config(self) -> dict:
         out = dict(self.data)
+        out["verbose"] = self.verbose      # as resolved (flag > environment > toml): lock/cache entries are announced
         if self.config_path:
             out.setdefault("config_path", self.config_path)
         return out

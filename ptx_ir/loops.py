@@ -73,17 +73,29 @@ def find_loops(fn) -> list[Loop]:
         exits = [(b, s) for b in body for s in graph.successors(b) if s not in body]
         exits.sort(key=lambda e: (e[0].index, e[1].index))
         loops.append(Loop(header, sorted(latches, key=lambda b: b.index), body, exits))
-    loops.sort(key=lambda l: (len(l.blocks), l.header.index))
-    for i, inner in enumerate(loops):
-        for outer in loops[i + 1:]:
-            if inner.blocks < outer.blocks:
-                inner.parent = outer
-                outer.children.append(inner)
-                break
+    _nest(loops)
+    all_defs = _defs_in(fn.blocks)
     for loop in loops:
-        _find_induction(fn, loop)
+        _find_induction(fn, loop, all_defs)
     loops.sort(key=lambda l: l.header.index)
     return loops
+
+
+def _nest(loops: list[Loop]) -> None:
+    """Parent and children of each loop: the parent is the smallest other loop holding its
+    header (natural loops with distinct headers are nested or disjoint). Outer loops first,
+    each claiming its blocks, so a loop's parent is the last claimant of its header: time in
+    the sum of the loops' sizes, not the square of their number."""
+    owner: dict = {}
+    for loop in sorted(loops, key=lambda l: (-len(l.blocks), l.header.index)):
+        outer = owner.get(loop.header)
+        if outer is not None:
+            loop.parent = outer
+            outer.children.append(loop)
+        for block in loop.blocks:
+            owner[block] = loop
+    for loop in loops:
+        loop.children.sort(key=lambda l: (len(l.blocks), l.header.index))
 
 
 def _defs_in(blocks) -> dict[str, list[Instruction]]:
@@ -95,10 +107,23 @@ def _defs_in(blocks) -> dict[str, list[Instruction]]:
     return out
 
 
-def _find_induction(fn, loop: Loop) -> None:
+def _outside_defs(name: str, inside: dict, all_defs: dict) -> list[Instruction]:
+    """The definitions of ``name`` outside the loop, when there is exactly one (else a list
+    of another length, not necessarily complete): the function's definitions minus the loop's,
+    without scanning the rest of the function for every loop."""
+    mine = inside.get(name, [])
+    total = all_defs.get(name, [])
+    if len(total) - len(mine) != 1:
+        return [None] * abs(len(total) - len(mine))     # only the count matters then
+    ids = {id(i) for i in mine}
+    return [i for i in total if id(i) not in ids]
+
+
+def _find_induction(fn, loop: Loop, all_defs: dict | None = None) -> None:
     inside = _defs_in(loop.blocks)
-    outside_blocks = [b for b in fn.blocks if b not in loop.blocks]
-    outside = _defs_in(outside_blocks)
+    if all_defs is None:
+        all_defs = _defs_in(fn.blocks)
+    loop_labels = None
     candidates = {}
     for name, insts in inside.items():
         if len(insts) != 1:
@@ -138,7 +163,7 @@ def _find_induction(fn, loop: Loop) -> None:
                     continue
             iv_name = via_update or name
             inst, step = candidates[iv_name]
-            init_defs = outside.get(iv_name, [])
+            init_defs = _outside_defs(iv_name, inside, all_defs)
             init = None
             if len(init_defs) == 1 and init_defs[0].opcode == "mov":
                 src = init_defs[0].operands[1]
@@ -147,7 +172,9 @@ def _find_induction(fn, loop: Loop) -> None:
             cmp = next((m[1:] for m in setp.modifiers if m[1:] in _COMPARES), None)
             loop.compare = cmp
             loop.bound = bound.value if isinstance(bound, Imm) and not bound.is_float else str(bound)
-            branch_exits = term.operands[0].name not in {l for bl in loop.blocks for l in bl.labels}
+            if loop_labels is None:
+                loop_labels = {l for bl in loop.blocks for l in bl.labels}
+            branch_exits = term.operands[0].name not in loop_labels
             loop.trip_count = _trip_count(init, step, loop.bound, cmp, term.guard.negated,
                                           branch_exits, compared_after_update=(via_update is not None or _updated_before(block, inst, setp)),
                                           swapped=var is b)

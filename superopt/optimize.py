@@ -184,6 +184,7 @@ def optimize_module(ptx: str, *, target: str | None = None, source: str | None =
     elif judge is None and os.environ.get("NVCC_PLUS_JUDGE"):
         from superopt.cluster import worker_judge
         judge = worker_judge(options)          # developer hook (the CPU tests, bench/scale --dry-run)
+    verbose = _verbose(config)
 
     deadline = (config or {}).get("deadline")
     timed_out: list[str] = []
@@ -212,23 +213,29 @@ def optimize_module(ptx: str, *, target: str | None = None, source: str | None =
             cache_key = decision_key(kernel_text=kernel_text, globals_text=globals_text, target=target,
                                      tool=kernel_tool, policy=options.policy, passes=pass_names)
             stored = (lock.get(lock_key) if lock else None)
-            origin = "locked"
+            origin, where = "locked", str(lock_path)
             if stored is not None and capture is not None and stored.get("spec_origin") != "captured" \
                     and (cluster is not None or _can_time(judge, options)):
                 stored = None                # searched at guessed sizes before: search again at the captured ones
             if stored is None:
-                stored, origin = cache.get(cache_key), "cached"
+                stored, origin, where = cache.get(cache_key), "cached", str(cache.path(cache_key))
             if stored is None and capture is not None and cluster is None:
-                stored = _captured_cache_entry(cache, module, fn.name, capture, kernel_text, globals_text,
-                                               target, kernel_tool, options, pass_names)
+                stored, captured_key = _captured_cache_entry(cache, module, fn.name, capture, kernel_text,
+                                                             globals_text, target, kernel_tool, options, pass_names)
+                if captured_key is not None:
+                    where = str(cache.path(captured_key))
             if stored is None and cluster is not None:
-                stored = _cluster_cache_entry(cluster, cache, module, fn.name, capture, kernel_text,
-                                              globals_text, target, kernel_tool, options, pass_names)
+                stored, cluster_key = _cluster_cache_entry(cluster, cache, module, fn.name, capture, kernel_text,
+                                                           globals_text, target, kernel_tool, options, pass_names)
+                if cluster_key is not None:
+                    where = str(cache.path(cluster_key))
             if origin == "cached" and stored is None:
                 stats["misses"] += 1
             if stored is not None:
                 applied = _apply_stored(state.result_module, fn.name, stored, origin, records, messages,
-                                        _recheck_stored(options, source, config, capture, judge))
+                                        _recheck_stored(options, source, config, capture, judge),
+                                        where=where, verbose=verbose,
+                                        specs_in_force=_specs_in_force(module, fn.name, source, config, capture))
                 if applied is not None:
                     state.result_module, did_change = applied
                     state.changed |= did_change
@@ -312,7 +319,8 @@ def optimize_module(ptx: str, *, target: str | None = None, source: str | None =
             _finish(state, pending, kr, winner.plan if winner is not None else None, chosen, tried,
                     slot=len(records["kernels"]) - 1, target=target, tool=kernel_tool, options=options,
                     pass_names=pass_names, globals_text=globals_text,
-                    store=judge.can_time, model_tool=None, search_s=search_s)
+                    store=judge.can_time, model_tool=None, search_s=search_s,
+                    searched_on=_searched_on(kr, judge))
         if sent:
             failed: list[str] = []
             outcomes = cluster.gather([s for s, _, _ in sent])
@@ -336,7 +344,8 @@ def optimize_module(ptx: str, *, target: str | None = None, source: str | None =
                              target=target, tool=pending.kernel_tool, options=options, pass_names=pass_names,
                              globals_text=globals_text, store=bool(ans.get("can_time")),
                              model_tool=_cluster_tool(pending.kernel_tool, ans.get("gpu")),
-                             expect_hash=ans.get("ptx_hash"), search_s=ans.get("seconds"))
+                             expect_hash=ans.get("ptx_hash"), search_s=ans.get("seconds"),
+                             searched_on=ans.get("gpu"))
                 if not ok:
                     failed.append((pending.kernel, "its plan gives other PTX here than on the worker "
                                                    "(another nvcc-plus version?)"))
@@ -455,7 +464,8 @@ def search_choices(module, kernel: str, choices, *, options: SearchOptions, dead
 
 def _finish(state: _ModuleState, p: _Pending, kr: dict, plan, chosen, tried: list, *, slot: int, target: str,
             tool: str, options: SearchOptions, pass_names, globals_text: str, store: bool,
-            model_tool: str | None, expect_hash: str | None = None, search_s: float | None = None) -> bool:
+            model_tool: str | None, expect_hash: str | None = None, search_s: float | None = None,
+            searched_on: str | None = None) -> bool:
     """Record a search's outcome, apply its winning plan and store the decision (cache, and the
     lockfile with NVCC_PLUS_LOCK=write). ``model_tool``: the cache key's tool part for a decision
     measured elsewhere (a cluster worker's GPU model). False when the plan gives other PTX than
@@ -482,6 +492,8 @@ def _finish(state: _ModuleState, p: _Pending, kr: dict, plan, chosen, tried: lis
                 "decision": kr.get("decision"), "spec_origin": kr.get("spec_origin")}
     if search_s is not None:
         decision["search_s"] = round(search_s, 3)
+    if searched_on:
+        decision["searched_on"] = searched_on
     if plan:
         new_module, _ = apply_plan(state.result_module, p.kernel, plan)
         got = text_hash(ptx_ir.printer.emit_function(new_module.function(p.kernel)))
@@ -523,17 +535,18 @@ def _cluster_answer_applies(ans: dict, p: _Pending) -> bool:
 
 def _cluster_cache_entry(cluster, cache, module, kernel, capture, kernel_text, globals_text, target, tool,
                          options, pass_names):
-    """A decision the cluster made for this kernel earlier, on one of its GPU models."""
+    """A decision the cluster made for this kernel earlier, on one of its GPU models, and its key."""
     for gpu in cluster.models():
         key_tool = _cluster_tool(tool, gpu)
-        found = cache.get(decision_key(kernel_text=kernel_text, globals_text=globals_text, target=target,
-                                       tool=key_tool, policy=options.policy, passes=pass_names))
+        key = decision_key(kernel_text=kernel_text, globals_text=globals_text, target=target,
+                           tool=key_tool, policy=options.policy, passes=pass_names)
+        found = cache.get(key)
         if found is None and capture is not None:
-            found = _captured_cache_entry(cache, module, kernel, capture, kernel_text, globals_text, target,
-                                          key_tool, options, pass_names)
+            found, key = _captured_cache_entry(cache, module, kernel, capture, kernel_text, globals_text, target,
+                                               key_tool, options, pass_names)
         if found is not None:
-            return found
-    return None
+            return found, key
+    return None, None
 
 
 def _number(v) -> float:
@@ -613,10 +626,10 @@ def _captured_cache_entry(cache, module, kernel, capture, kernel_text, globals_t
     from superopt.specs.capture.specs import captured_specs
     found = captured_specs(capture, module, kernel)
     if not found.specs:
-        return None
+        return None, None
     key = decision_key(kernel_text=kernel_text, globals_text=globals_text, target=target,
                        tool=f"{tool} spec={specs_key(found.specs)}", policy=options.policy, passes=pass_names)
-    return cache.get(key)
+    return cache.get(key), key
 
 
 # Steps whose parameters carry code (a model's function body): a lockfile or cache entry is
@@ -625,33 +638,96 @@ def _captured_cache_entry(cache, module, kernel, capture, kernel_text, globals_t
 UNTRUSTED_PASSES = ("model-rewrite",)
 
 
+def _verbose(config: dict | None) -> bool:
+    """NVCC_PLUS_VERBOSE as the driver resolved it (``verbose`` in the config it hands over:
+    flag > environment > nvcc-plus.toml), else the environment."""
+    cfg = config or {}
+    value = cfg["verbose"] if "verbose" in cfg else os.environ.get("NVCC_PLUS_VERBOSE", "")
+    if isinstance(value, bool):
+        return value
+    return str(value).strip().lower() in ("1", "true", "yes", "on")
+
+
+def _searched_on(kr: dict, judge) -> str | None:
+    """The GPU the decision was measured on (its name, from the timings), else the backend."""
+    for c in kr.get("candidates", []):
+        name = ((c.get("timing") or {}).get("device") or {}).get("name")
+        if name:
+            return str(name)
+    return getattr(judge, "backend", None)
+
+
+def _provenance(stored: dict) -> str:
+    """Where a stored decision came from, in words."""
+    parts = []
+    if stored.get("decision") == "estimate":
+        parts.append("a static estimate (no GPU)")
+    elif stored.get("searched_on"):
+        parts.append(f"searched on {stored['searched_on']}")
+    spec = stored.get("spec_origin")
+    if spec == "captured":
+        parts.append("at the program's captured launches")
+    elif spec:
+        parts.append(f"with launch specs from {spec}")
+    return ", ".join(parts) or "origin not recorded"
+
+
+def _specs_in_force(module, kernel, source, config, capture):
+    """The kernel's launch-spec choices here (explicit, captured, inferred), computed once and
+    only when a stored entry changes a block bound."""
+    memo: list = []
+
+    def get():
+        if not memo:
+            memo.append(candidates_in_order(module, kernel, source=source, config=config,
+                                            capture=capture).choices)
+        return memo[0]
+    return get
+
+
 def _apply_stored(module, kernel: str, stored: dict, origin: str, records: dict, messages: list[str],
-                  recheck=None):
+                  recheck=None, *, where: str | None = None, verbose: bool = False, specs_in_force=None):
+    entry = f"{where}: {kernel}" if where else kernel
     try:
         plan = [Step.from_dict(s) for s in stored.get("plan", [])]
     except (KeyError, TypeError, AttributeError) as exc:
-        messages.append(f"{kernel}: {origin} decision is malformed ({exc!r}); searching again")
+        messages.append(f"{entry}: {origin} decision is malformed ({exc!r}); searching again")
         return None
     kr = {"kernel": kernel, "status": origin, "decision": origin, "plan": stored.get("plan", []),
-          "reason": f"{origin} decision applied", "candidates": [], "notes": []}
+          "reason": f"{origin} decision applied", "candidates": [], "notes": [],
+          "stored": {"file": where, "provenance": _provenance(stored)}}
+    announce = (f"{entry}: applied the {origin} entry: plan "
+                f"{' + '.join(map(str, plan)) or 'keep nvcc code'}; {_provenance(stored)}")
     if not plan:
         kr["reason"] = f"{origin} decision: keep nvcc's code"
         records["kernels"].append(kr)
+        if verbose:
+            messages.append(announce)
         return module, False
     try:
         new_module, _ = apply_plan(module, kernel, plan)
-    except (PlanDidNotApply, KeyError) as exc:
-        messages.append(f"{kernel}: {origin} decision no longer applies ({exc}); searching again")
+    except (PlanDidNotApply, KeyError, ValueError, TypeError) as exc:
+        # a pass refusing the stored parameters (maxnreg=5, block="x") is a stale or tampered entry
+        messages.append(f"{entry}: {origin} decision no longer applies ({exc}); searching again")
         return None
     got = text_hash(ptx_ir.printer.emit_function(new_module.function(kernel)))
     if stored.get("ptx_hash") and got != stored["ptx_hash"]:
-        messages.append(f"{kernel}: {origin} decision gives different PTX than recorded "
+        messages.append(f"{entry}: {origin} decision gives different PTX than recorded "
                         f"({got} != {stored['ptx_hash']}); searching again")
+        return None
+    from superopt.judge.launch_contract import contract_problem
+    problem = contract_problem(module.function(kernel), new_module.function(kernel),
+                               specs_in_force or (lambda: []))
+    if problem:
+        # A launch that fails is a broken program: never applied; nvcc's code unless a search
+        # (with a GPU, or NVCC_PLUS_NO_GPU=estimate) finds something better.
+        messages.append(f"{entry}: {origin} decision not applied: {problem}; nvcc's code is used "
+                        f"unless a search (GPU or NVCC_PLUS_NO_GPU=estimate) finds better")
         return None
     if any(s.pass_name in UNTRUSTED_PASSES for s in plan):
         verdict = recheck(module, new_module, kernel) if recheck else "no judge available"
         if verdict != "accepted":
-            messages.append(f"{kernel}: {origin} decision carries code ({', '.join(UNTRUSTED_PASSES)}) that "
+            messages.append(f"{entry}: {origin} decision carries code ({', '.join(UNTRUSTED_PASSES)}) that "
                             f"could not be re-checked against nvcc's code here ({verdict}); not applied")
             kr.update(status=Status.KEPT_BASELINE, decision=None,
                       reason=f"{origin} decision not applied: its code was not re-checked ({verdict})")
@@ -659,6 +735,8 @@ def _apply_stored(module, kernel: str, stored: dict, origin: str, records: dict,
             return module, False
         kr["notes"].append(f"{origin} code re-checked against nvcc's code: accepted")
     records["kernels"].append(kr)
+    if verbose:
+        messages.append(announce)
     return new_module, True
 
 

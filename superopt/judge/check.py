@@ -34,7 +34,10 @@ buffer. What it does, and why:
   (:mod:`superopt.judge.static_check`) rejects a candidate whose branch, store, return or call
   depends on a register that may be read before any write, where nvcc's code has no such
   use (evidence ``static``). On the emulator, registers, shared and local memory start as
-  fresh random bits every launch, so a result computed from them differs between runs.
+  fresh random bits every launch, so a result computed from them differs between runs; and
+  they carry a per-lane taint bit through arithmetic and memory: a candidate that stores or
+  branches on a value derived from never-written data where nvcc's code never does is
+  rejected even when the poison happened to give equal outputs (``RunResult.taint``).
 * **Sizes that are whole blocks.** When no planned set gives a size parameter an exact
   multiple of block.x and of 16 (an inferred spec lists its own sizes), one set does.
 * **Exact by default.** Bit-identical outputs, with every NaN equal to every NaN. A
@@ -362,6 +365,9 @@ class BaselineRuns:
     # over all its runs (backends that see reads: the emulator)
     guard_reads: dict = field(default_factory=dict)
     static: Any = None                 # static_check.Unwritten of the baseline (or None)
+    # sinks the baseline reaches with never-written data (the emulator's taint bit), over all
+    # its runs: {"store"|"branch": {"count", "lanes", "first"}}
+    taint: dict = field(default_factory=dict)
 
 
 def run_baseline(baseline_ptx: str, spec: LaunchSpec, *, backend: Union[str, Backend] = "gpu",
@@ -432,6 +438,7 @@ def run_baseline(baseline_ptx: str, spec: LaunchSpec, *, backend: Union[str, Bac
     unwritten: dict[tuple[int, str], np.ndarray] = {}
     base_writes_input: set[str] = set()
     base_guard_reads: dict[str, tuple[int, int]] = {}
+    base_taint: dict[str, dict] = {}
     slowest = 0.0
     for i, s in enumerate(base_sets):
         r1, r2 = bres[i], bres[k + i]
@@ -453,6 +460,8 @@ def run_baseline(baseline_ptx: str, spec: LaunchSpec, *, backend: Union[str, Bac
             continue
         slowest = max(slowest, r1.elapsed or 0.0, r2.elapsed or 0.0)
         for r in (r1, r2):
+            for what, e in (r.taint or {}).items():
+                base_taint.setdefault(what, dict(e))
             for n, g in (r.guard_reads or {}).items():
                 b0, p0 = base_guard_reads.get(n, (0, 0))
                 base_guard_reads[n] = (max(b0, g.get("before_start_bytes", 0)), max(p0, g.get("past_end_bytes", 0)))
@@ -506,7 +515,7 @@ def run_baseline(baseline_ptx: str, spec: LaunchSpec, *, backend: Union[str, Bac
     return BaselineRuns(baseline_ptx=baseline_ptx, spec=spec, kernel=kname, policy=policy,
                         seed=seed, sets=base_sets, results=bres, valid=valid, unwritten=unwritten,
                         writes_input=base_writes_input, slowest=slowest, evidence=ev,
-                        guard_reads=base_guard_reads)
+                        guard_reads=base_guard_reads, taint=base_taint)
 
 
 def _golden_problem(spec: LaunchSpec, base_sets, bres, unwritten, valid, policy, ev) -> str | None:
@@ -655,6 +664,24 @@ def _guard_read_excess(cand: dict, base: dict, spec: LaunchSpec) -> str | None:
     return None
 
 
+def _taint_excess(cres: list, base: dict) -> str | None:
+    """Why the candidate's runs must be rejected by the taint bit (superopt.judge.emulator):
+    it stores or branches on a value derived from something never written (a register, shared
+    or local memory) where nvcc's code never does; None if not. Equal outputs do not clear it:
+    the poison it read happened to give them, garbage on a GPU need not."""
+    if base:
+        return None
+    for r in cres:
+        for what in ("branch", "store"):
+            e = (r.taint or {}).get(what)
+            if e:
+                verb = "branches" if what == "branch" else "stores"
+                return (f"the candidate {verb} on a value derived from never-written data (a register, "
+                        f"shared or local memory nothing wrote; taint bit) where nvcc's code does not: "
+                        f"`{e['first']}` ({e['count']} times, {e['lanes']} lanes)")
+    return None
+
+
 def _judge_candidate(bl: BaselineRuns, candidate_ptx: str, be: Backend, launch_timeout, min_timeout,
                      t_start: float, reused: bool) -> Verdict:
     """The candidate half of :func:`check`, against prepared baseline runs."""
@@ -762,6 +789,9 @@ def _judge_candidate(bl: BaselineRuns, candidate_ptx: str, be: Backend, launch_t
                 return done(REJECTED, f"output differs: {mm.describe()}", mm)
     phases["candidate_compare"] = round(time.monotonic() - t_phase, 4)
     ev["max_diff"] = max_diff
+    taint = _taint_excess(cres, bl.taint)
+    if taint:
+        return done(REJECTED, taint)
     ev["candidate_seconds"] = [r.elapsed for r in cres if r.elapsed is not None]
     n_launch = len(cres)
     return done(ACCEPTED, f"identical on {len(valid)} input sets x 2 launches ({n_launch} candidate launches)"

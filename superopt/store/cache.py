@@ -89,6 +89,10 @@ class DecisionCache:
     def _path(self, key: str) -> Path:
         return self.root / "decisions" / key[:2] / f"{key}.json"
 
+    def path(self, key: str) -> Path:
+        """Where the entry of ``key`` lives (for messages naming it)."""
+        return self._path(key)
+
     def get(self, key: str) -> dict | None:
         """The stored decision, or None. A corrupt entry (not JSON, not an object, a folder
         in its place, unreadable) is treated as absent: the kernel is searched again and the

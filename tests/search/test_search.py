@@ -4,6 +4,7 @@ The judge is replaced by one whose verdicts and timings the test chooses, so tha
 tested is the search's bookkeeping: which candidate wins, what every fate says, that
 cached and locked decisions are reused without judging again.
 """
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,7 +81,8 @@ class Timing:
 
     def to_dict(self):
         return {"status": self.status, "faster": self.faster, "speedup": self.speedup,
-                "baseline": {"median": 2e-6, "iqr": 1e-8}, "candidate": {"median": 2e-6 / self.speedup, "iqr": 1e-8}}
+                "baseline": {"median": 2e-6, "iqr": 1e-8}, "candidate": {"median": 2e-6 / self.speedup, "iqr": 1e-8},
+                "device": {"name": "Scripted GPU"}}
 
 
 class ScriptedJudge(Judge):
@@ -169,6 +171,8 @@ def test_module_cache_and_lockfile(tmp_path, monkeypatch):
     # two candidates judged, then the kept one checked again on fresh inputs
     assert first.changed and judge.calls == 3
     assert "ld.global.nc.u32" in first.ptx
+    (entry,) = json.loads((tmp_path / "nvcc-plus.lock").read_text())["decisions"].values()
+    assert entry["searched_on"] == "Scripted GPU" and entry["spec_origin"] == "test"   # announced later
     validate(first.records)
     # Rebuild: the cached decision applies without judging anything.
     again = optimize_module(text, config=cfg, kernels=[KERNEL], judge=judge, spec_for=lambda m, k: ([{"x": 1}], "test"))

@@ -51,6 +51,10 @@ class RunResult:
     # "past_end_bytes": farthest byte past the end, "before_start_bytes": ...}; only
     # backends that can see reads fill it (the emulator; on a GPU it is memcheck's job)
     guard_reads: dict[str, dict] = field(default_factory=dict)
+    # sinks reached with a value derived from something never written (a register, shared or
+    # local memory): {"store"|"branch": {"count", "lanes", "first": instruction}}; only
+    # backends with a taint bit fill it (the emulator)
+    taint: dict[str, dict] = field(default_factory=dict)
     elapsed: float | None = None       # kernel time in seconds (device events), if known
     error: str | None = None           # error name/message for non-ok statuses
     log: str = ""                      # JIT / compiler log, if any

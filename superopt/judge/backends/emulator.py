@@ -173,6 +173,7 @@ class EmulatorBackend(Backend):
                 stats = dev.launch(spec.kernel, grid, block, params, shared_bytes=int(rs.shared_bytes),
                                    timeout=limit, seed=seed, watch=watch, register_fill=fill, **kw)
                 r.guard_reads = stats.get("guard_reads", {})
+                r.taint = stats.get("taint", {})
                 r.elapsed = time.perf_counter() - t0
                 if stats.get("printf"):
                     r.log = f"{len(stats['printf'])} printf calls (not printed)"

@@ -27,6 +27,7 @@ from superopt.judge.emulator.program import (
 INF = 1 << 60
 _SHIFT = {1: 0, 2: 1, 4: 2, 8: 3}
 _UT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+_TAINT_BYTES = {w: _UT[w](int.from_bytes(b"\x01" * w, "little")) for w in (1, 2, 4, 8)}   # every byte 1
 
 
 class RunTimeout(Exception):
@@ -93,12 +94,26 @@ class Chunk:
         self._sregs = {}
         self.steps = 0
         self.printf = launch.printf
+        # the taint bit: per tracked register slot None (clean in every lane) or a bool per lane
+        # (True: derived from something never written); registers start never written. Shared
+        # and local memory keep one per byte (they start as poison). See Program._taint_plan.
+        self._all_taint = np.ones(N, bool)
+        self.RT = [self._all_taint if k in prog.tracked else None for k in range(len(prog.reg_dtypes))]
+        self.shared_taint = np.ones(self.shared.size, np.uint8) if prog.mem_taint else None
+        self.shared_taint_views = ({w: self.shared_taint.view(_UT[w]) for w in (1, 2, 4, 8)}
+                                   if prog.mem_taint else None)
+        self._local_taint = self._local_taint_views = None
+        self._ld_taint = None          # set by load/atomic for the instruction running
+        self._st_taint = None          # set by the scheduler for the store running
 
     @property
     def local(self):
         if self._local is None:
             self._local = self.launch_poison(self.N * self.L)
             self._local_views = {w: self._local.view(_UT[w]) for w in (1, 2, 4, 8)}
+            if self.prog.mem_taint:
+                self._local_taint = np.ones(self._local.size, np.uint8)
+                self._local_taint_views = {w: self._local_taint.view(_UT[w]) for w in (1, 2, 4, 8)}
         return self._local
 
     @local.setter
@@ -269,10 +284,70 @@ class Chunk:
             raise KernelFault(f"illegal generic address 0x{int(a[i]):x}")
         return a, parts
 
+    # -- the taint of memory bytes (shared and local memory; global memory is not tracked):
+    # one uint8 per byte (1: tainted), read and written through width views like the memory
+    # itself, so an element's taint is "any of its bytes" in one gather
+    def _taint_of(self, views):
+        if self.shared_taint is None:
+            return None
+        if views is self.shared_views:
+            return self.shared_taint_views
+        if self._local is not None and views is self._local_views:
+            return self._local_taint_views
+        return None
+
+    def _taint_load(self, views, off, w, k, sel=None, n=None):
+        """Per lane (and element, k > 1) taint of the loaded elements, into self._ld_taint."""
+        tv = self._taint_of(views)
+        if tv is None:
+            return
+        t = M.gather(tv, off, w, k) != 0
+        if sel is None:
+            self._ld_taint = t
+            return
+        if self._ld_taint is None:
+            self._ld_taint = np.zeros((n, k) if k > 1 else n, bool)
+        self._ld_taint[sel] = t
+
+    def _taint_store(self, views, off, w, k, sel=None):
+        """The stored elements take the taint of what is stored (self._st_taint: per lane and
+        element, (n, 1) for every element alike; None: clean)."""
+        tv = self._taint_of(views)
+        if tv is None:
+            return
+        st = self._st_taint
+        if st is None:
+            M.scatter(tv, off, w, k, np.zeros(len(off) * k, _UT[w]) if k > 1 else _UT[w](0))
+            return
+        if sel is not None:
+            st = st[sel]
+        st = np.broadcast_to(st, (st.shape[0], k))
+        marks = np.where(st, _TAINT_BYTES[w], _UT[w](0)).astype(_UT[w])
+        M.scatter(tv, off, w, k, marks if k > 1 else marks[:, 0])
+
+    def _taint_atomic(self, views, off, w, sel=None, n=None):
+        """Old value: the element's taint; new element: old | what the atomic combines in."""
+        tv = self._taint_of(views)
+        if tv is None:
+            return
+        old = M.gather(tv, off, w, 1) != 0
+        if sel is None:
+            self._ld_taint = old
+        else:
+            if self._ld_taint is None:
+                self._ld_taint = np.zeros(n, bool)
+            self._ld_taint[sel] = old
+        st = self._st_taint
+        if st is not None:
+            st = st if sel is None else st[sel]
+            M.scatter(tv, off, w, 1, np.where(old | st, _TAINT_BYTES[w], _UT[w](0)).astype(_UT[w]))
+
     def load(self, sp, addrs, idx, w, k):
         r = self._resolve(sp, addrs, idx, w * k)
         if r is not None:
             views, off = r
+            if self.shared_taint is not None:
+                self._taint_load(views, off, w, k)
             return M.gather(views, off, w, k)
         a, parts = self._split_generic(addrs, idx)
         n = a.size
@@ -280,6 +355,8 @@ class Chunk:
         for sp2, sel, aa in parts:
             sub = sel if idx is None else idx[sel]
             views, off = self._resolve(sp2, aa, sub, w * k)
+            if self.shared_taint is not None:
+                self._taint_load(views, off, w, k, sel, n)
             out[sel] = M.gather(views, off, w, k)
         return out
 
@@ -291,6 +368,8 @@ class Chunk:
         if r is not None:
             views, off = r
             M.scatter(views, off, w, k, vals)
+            if self.shared_taint is not None:
+                self._taint_store(views, off, w, k)
             return
         a, parts = self._split_generic(addrs, idx)
         vals = np.broadcast_to(vals, (a.size, k) if k > 1 else (a.size,))
@@ -298,11 +377,15 @@ class Chunk:
             sub = sel if idx is None else idx[sel]
             views, off = self._resolve(sp2, aa, sub, w * k)
             M.scatter(views, off, w, k, vals[sel])
+            if self.shared_taint is not None:
+                self._taint_store(views, off, w, k, sel)
 
     def atomic(self, sp, addrs, idx, w, fn, v, cmp=None, kind=None, need_old=True):
         r = self._resolve(sp, addrs, idx, w, store=True)
         if r is not None:
             views, off = r
+            if self.shared_taint is not None:
+                self._taint_atomic(views, off, w)
             ix = (off >> np.uint64(_SHIFT[w])).astype(np.int64)
             return M.atomic_apply(views[w], ix, fn, v, cmp, kind, need_old)
         a, parts = self._split_generic(addrs, idx)
@@ -314,11 +397,131 @@ class Chunk:
                 raise KernelFault("atomic on a local address")
             sub = sel if idx is None else idx[sel]
             views, off = self._resolve(sp2, aa, sub, w)
+            if self.shared_taint is not None:
+                self._taint_atomic(views, off, w, sel, a.size)
             ix = (off >> np.uint64(_SHIFT[w])).astype(np.int64)
             o = M.atomic_apply(views[w], ix, fn, v[sel], None if c is None else c[sel], kind, need_old)
             if o is not None:
                 out[sel] = o
         return out
+
+    # ------------------------------------------------------------------ the taint bit
+    def _t_read(self, slots, lanes):
+        """OR of the taint of ``slots`` at ``lanes`` (None: every lane); None when clean."""
+        out = None
+        RT = self.RT
+        for s in slots:
+            a = RT[s]
+            if a is None:
+                continue
+            if lanes is not None:
+                a = a[lanes]
+            out = a if out is None else (out | a)
+        return out
+
+    def _t_write(self, slots, lanes, t):
+        """``slots`` written at ``lanes`` with taint ``t`` (None: clean)."""
+        RT = self.RT
+        if t is not None and not t.any():
+            t = None
+        for d in slots:
+            a = RT[d]
+            if lanes is None:
+                RT[d] = None if t is None else t.copy()
+            elif t is None:
+                if a is None:
+                    continue
+                if a is self._all_taint:
+                    a = a.copy()
+                a[lanes] = False
+                RT[d] = a
+            else:
+                if a is None:
+                    a = np.zeros(self.N, bool)
+                elif a is self._all_taint:
+                    a = a.copy()
+                a[lanes] = t
+                RT[d] = a
+
+    def _t_event(self, what, t, inst):
+        """A sink (``store``, ``branch``) reached with a tainted address, value or predicate."""
+        if t is None or not t.any():
+            return
+        events = self.stats.setdefault("taint", {})
+        e = events.get(what)
+        if e is None:
+            events[what] = {"count": 1, "lanes": int(np.count_nonzero(t)), "first": inst.text}
+        else:
+            e["count"] += 1
+            e["lanes"] += int(np.count_nonzero(t))
+
+    def _t_mem(self, inst, tt, lanes):
+        """Run a memory instruction moving the taint bit (Program._taint_info's ld/st/atom)."""
+        k = tt[0]
+        if k == "ld":
+            tin = self._t_read(tt[1], lanes)
+            self._ld_taint = None
+            try:
+                inst.run(self, lanes)
+                lt = self._ld_taint
+            finally:
+                self._ld_taint = None
+            for j, slots in enumerate(tt[2]):
+                t = tin
+                if lt is not None:
+                    col = lt if lt.ndim == 1 else lt[:, j]
+                    t = col if t is None else (t | col)
+                self._t_write(slots, lanes, t)
+            return
+        if k == "st":
+            addr = self._t_read(tt[1], lanes)
+            vals = [self._t_read(e, lanes) for e in tt[2]] if tt[2] else []
+            anyt = addr
+            for v in vals:
+                if v is not None:
+                    anyt = v if anyt is None else (anyt | v)
+            # a tainted address is a sink anywhere; a tainted value where memory does not keep
+            # the taint (global memory; generic addresses), since no later load would see it
+            self._t_event("store", addr if tt[3] else anyt, inst)
+            st = None
+            if self.shared_taint is not None and anyt is not None and anyt.any():
+                n = self.N if lanes is None else len(lanes)
+                st = np.zeros((n, max(1, len(vals))), bool)
+                if addr is not None:
+                    st |= addr.reshape(-1, 1)
+                for j, v in enumerate(vals):
+                    if v is not None:
+                        st[:, j] |= v
+            self._st_taint = st
+            try:
+                inst.run(self, lanes)
+            finally:
+                self._st_taint = None
+            return
+        # atom / red
+        tin = self._t_read(tt[1], lanes)
+        self._t_event("store", tin, inst)
+        self._st_taint = tin
+        self._ld_taint = None
+        try:
+            inst.run(self, lanes)
+            lt = self._ld_taint
+        finally:
+            self._st_taint = self._ld_taint = None
+        t = tin if lt is None else (lt if tin is None else (tin | lt))
+        self._t_write(tt[2], lanes, t)
+
+    def _run_warp(self, inst, E):
+        """A warp instruction's run, with the taint bit: a tainted operand in any lane taking
+        part taints every result (values move between lanes)."""
+        tt = inst.taint
+        if tt is None:
+            inst.run(self, E, E)
+            return
+        t = self._t_read(tt[1], E)
+        tainted = t is not None and bool(t.any())
+        inst.run(self, E, E)
+        self._t_write(tt[2], E, np.ones(len(E), bool) if tainted else None)
 
     # ------------------------------------------------------------------ warp operations
     def _in_set(self, E):
@@ -452,6 +655,11 @@ class Chunk:
             raise KernelFault(f"local memory overflow ({need} bytes per thread)")
         n = self.launch_poison(self.N * L).reshape(self.N, L)
         n[:, : self.L] = self.local.reshape(self.N, self.L)
+        if self._local_taint is not None:
+            t = np.ones((self.N, L), np.uint8)
+            t[:, : self.L] = self._local_taint.reshape(self.N, self.L)
+            self._local_taint = t.reshape(-1)
+            self._local_taint_views = {w: self._local_taint.view(_UT[w]) for w in (1, 2, 4, 8)}
         self.local = n.reshape(-1)
         self.L = L
         self.local_views = {w: self.local.view(_UT[w]) for w in (1, 2, 4, 8)}
@@ -489,6 +697,8 @@ class Chunk:
             P[E, :n] = v[:, :n]
         else:
             self.R[kind[1]][E] = v
+            if self.RT[kind[1]] is not None:
+                self._t_write((kind[1],), E, None)     # call arguments and results: not followed
 
     def _enter(self, site, fi, E):
         vals = [self._read_slot(k, E) for k in site.args]
@@ -623,6 +833,9 @@ class Chunk:
                     raise RunTimeout(f"no completion after {steps} instruction issues")
             ex = gi                       # executing lanes
             sub = False
+            tt = inst.taint
+            if tt is not None and tt[0] == "ctl":
+                self._t_event("branch", self._t_read(tt[1], None if dense else gi), inst)
             if inst.guard is not None:
                 gs, neg = inst.guard
                 pv = R[gs] if dense else R[gs][gi]
@@ -652,10 +865,19 @@ class Chunk:
                     ex = gi[pv]
                     sub = True
             if kind == ALU:
-                inst.run(self, ex if sub or not full else None)
+                if tt is None:
+                    inst.run(self, ex if sub or not full else None)
+                else:
+                    lanes = ex if sub or not full else None
+                    tin = self._t_read(tt[1], lanes)
+                    inst.run(self, lanes)
+                    self._t_write(tt[2], lanes, tin)
                 g_pc += 1
             elif kind == MEM:
-                inst.run(self, ex if sub or not dense else None)
+                if tt is None:
+                    inst.run(self, ex if sub or not dense else None)
+                else:
+                    self._t_mem(inst, tt, ex if sub or not dense else None)
                 g_pc += 1
             elif kind == BRA:
                 if inst.target <= g_pc and not full:
@@ -690,6 +912,8 @@ class Chunk:
                 if sub:
                     raise Unsupported(f"predicated barrier: {inst.text}")
                 bid_r, cnt_r, opn, pr, wr = inst.extra
+                if tt is not None:
+                    self._t_write(tt[1], gi, None)      # bar.red: computed by the block
                 if cnt_r is not None:
                     c = np.asarray(cnt_r(self, gi))
                     if (c != self.T).any() and (c != self.Tp).any():
@@ -780,10 +1004,10 @@ class Chunk:
             if len(extra):
                 E = np.union1d(E, extra)
         if kind == "activemask":
-            inst.run(self, E, E)
+            self._run_warp(inst, E)
             return self._after_warp(E, gi, ex, sub, g_pc, nwait_warp, E)
         if rm is None:                           # non-.sync vote: the lanes that are here
-            inst.run(self, E, E)
+            self._run_warp(inst, E)
             return self._after_warp(E, gi, ex, sub, g_pc, nwait_warp, E)
         masks = np.broadcast_to(np.asarray(rm(self, E), np.uint32), E.shape)
         lane = (E & 31).astype(np.uint32)
@@ -797,12 +1021,12 @@ class Chunk:
         wi = E >> 5
         ok = (masks & ~(present[wi] | gone[wi])) == 0
         if ok.all():
-            inst.run(self, E, E)
+            self._run_warp(inst, E)
             return self._after_warp(E, gi, ex, sub, g_pc, nwait_warp, E)
         okE = E[ok]
         bad = E[~ok]
         if len(okE):
-            inst.run(self, okE, okE)
+            self._run_warp(inst, okE)
         self.wait[bad] = 2
         self.pc[bad] = g_pc
         self.wait[okE] = 0

@@ -44,7 +44,7 @@ def inst_text(inst: Instruction) -> str:
 
 
 class CInst:
-    __slots__ = ("kind", "run", "target", "guard", "text", "pc", "fn", "extra", "may_fuse")
+    __slots__ = ("kind", "run", "target", "guard", "text", "pc", "fn", "extra", "may_fuse", "taint")
 
     def __init__(self, kind, run=None, text="", target=None, guard=None, extra=None):
         self.kind = kind
@@ -56,6 +56,8 @@ class CInst:
         self.fn = None
         self.extra = extra
         self.may_fuse = False
+        # how the instruction moves the taint bit (see Program._taint_plan); None: not at all
+        self.taint = None
 
     def __repr__(self):
         return f"<{KIND_NAMES[self.kind]} {self.pc}: {self.text}>"
@@ -119,6 +121,7 @@ class Program:
         self.extern_smem_offset = loaded.extern_smem_offset
         self.local_static = loaded.local_static
         self._compile()
+        self._taint_plan()
 
     # ------------------------------------------------------------------ slots
     def _new_reg(self, name, dt):
@@ -206,6 +209,69 @@ class Program:
         for s in self.sites:
             if s.callee is not None and s.callee.entry_pc < 0:
                 raise Unsupported(f"call to {s.callee.name}")
+
+
+    # ------------------------------------------------------------------ the taint bit
+    def _taint_plan(self):
+        """Which register slots can ever hold a value derived from something never written,
+        and which instructions must move the taint bit (the rest run as before, at no cost).
+
+        Taint starts in registers the static def-use check says may be read before any
+        write (every register of a called function, which it does not analyse) and in
+        ``.shared``/``.local`` memory (loads from them, or from generic addresses, are
+        sources); it flows, flow-insensitively here and per lane at run time, through
+        every instruction that reads a tracked slot. ``tracked``: those slots;
+        ``mem_taint``: memory taint is kept (some load can read shared or local memory)."""
+        try:
+            from superopt.judge.static_check import analyze
+            unwritten = set(analyze(self.module, self.kernel_fn.name).may_be_unwritten)
+        except Exception:  # noqa: BLE001 - no analysis: every register may be read unwritten
+            unwritten = None
+        kernel_slots = set(self.kernel.reg_slots)
+        roots = set()
+        for slot, name in enumerate(self.reg_names):
+            if slot == self.cc_slot:
+                continue
+            if unwritten is None or slot not in kernel_slots or name in unwritten:
+                roots.add(slot)
+        self.mem_taint = any(ci.taint is not None and ci.taint[0] in ("ld", "atom") and ci.taint[3]
+                             for ci in self.insts)
+        tracked = set(roots)
+        changed = True
+        while changed:
+            changed = False
+            for ci in self.insts:
+                t = ci.taint
+                if t is None or t[0] not in ("alu", "warp", "ld", "atom"):
+                    continue
+                if t[0] == "ld":
+                    dsts = [d for elem in t[2] for d in elem]
+                    fires = t[3] or any(x in tracked for x in t[1])
+                else:
+                    dsts = t[2]
+                    fires = (t[0] == "atom" and t[3]) or any(x in tracked for x in t[1])
+                if fires:
+                    for d in dsts:
+                        if d not in tracked:
+                            tracked.add(d)
+                            changed = True
+        self.tracked = tracked
+        for ci in self.insts:
+            t = ci.taint
+            if t is None:
+                continue
+            k = t[0]
+            if k in ("alu", "warp", "atom"):
+                keep = any(x in tracked for x in t[1]) or any(x in tracked for x in t[2]) or \
+                    (k == "atom" and t[3])
+            elif k == "ld":
+                keep = t[3] or any(x in tracked for x in t[1]) or any(x in tracked for e in t[2] for x in e)
+            elif k == "st":
+                keep = any(x in tracked for x in t[1]) or any(x in tracked for e in (t[2] or ()) for x in e)
+            else:                     # ctl, clear
+                keep = any(x in tracked for x in t[1])
+            if not keep:
+                ci.taint = None
 
 
 def _call_target(inst):
@@ -388,6 +454,7 @@ class FnCtx:
                 self.cur_scope = cur
                 self.cur_index = i
                 ci = self.compile(st)
+                ci.taint = self._taint_info(st, ci)
                 if st.guard is not None and ci.kind not in (NOP,):
                     info_ = self._lookup(st.guard.reg.name, cur)
                     if info_[0] != "reg":
@@ -418,6 +485,65 @@ class FnCtx:
                 if tbl is None:
                     raise Unsupported(f"brx.idx table {name}")
                 ci.target = np.array([self._label_pc(t, scope) for t in tbl], np.int64)
+
+    # ------------------------------------------------------------------ the taint bit
+    def _tslots(self, op) -> list:
+        """Register slots an operand reads or names (special registers and symbols: none)."""
+        out = []
+        for o in walk_operand(op):
+            if isinstance(o, Reg) and not o.is_special:
+                try:
+                    k = self._lookup(o.name, self.cur_scope)
+                except Unsupported:
+                    continue
+                if k[0] == "reg":
+                    out.append(k[1])
+        return out
+
+    def _taint_info(self, inst: Instruction, ci: CInst):
+        """How ``ci`` moves the taint bit (Program._taint_plan prunes what cannot matter):
+        ``("alu", srcs, dsts)`` dsts = OR of srcs, lane by lane; ``("warp", srcs, dsts)`` the
+        same across the lanes taking part; ``("ld", addr, elems, mem)`` each element's slots =
+        address taint | the loaded bytes' taint (``mem``: may read shared/local memory);
+        ``("st", addr, elems, tracked)`` a sink when the address is tainted, or the value and the
+        memory is not tracked (``tracked``: .shared/.local, whose bytes take the value's taint); ``("atom", srcs, dsts, mem)``
+        a sink, old value = srcs | memory; ``("ctl", srcs)`` a branch-like sink (guard, brx
+        index); ``("clear", dsts)`` results computed by the block (bar.red): never tainted."""
+        from ptx_ir import isa
+        kind, op, ops = ci.kind, inst.opcode, list(inst.operands)
+        guard = self._tslots(inst.guard.reg) if inst.guard is not None else []
+        if kind in (BRA, BRX, EXIT, RET, CALL, TRAP):
+            srcs = guard + (self._tslots(ops[0]) if kind == BRX and ops else [])
+            return ("ctl", tuple(srcs)) if srcs else None
+        if kind == NOP:
+            return None
+        if kind == BAR:
+            dsts = self._tslots(ops[0]) if ".red" in inst.modifiers and ops else []
+            return ("clear", tuple(dsts)) if dsts else None
+        if kind == MEM:
+            space = self._space(inst, inst_text(inst))
+            if op in ("ld", "ldu") and len(ops) == 2:
+                items = list(ops[0].items) if isinstance(ops[0], Vec) else [ops[0]]
+                return ("ld", tuple(guard + self._tslots(ops[1])),
+                        tuple(tuple(self._tslots(o)) for o in items), space in (None, ".shared", ".local"))
+            if op == "st" and len(ops) == 2:
+                items = list(ops[1].items) if isinstance(ops[1], Vec) else [ops[1]]
+                return ("st", tuple(guard + self._tslots(ops[0])), tuple(tuple(self._tslots(o)) for o in items),
+                        space in (".shared", ".local"))
+            srcs = [x for r in isa.uses(inst) for x in self._tslots(r)]
+            if op in ("atom", "red"):
+                dsts = [x for r in isa.defs(inst) for x in self._tslots(r)]
+                return ("atom", tuple(srcs), tuple(dsts), space in (None, ".shared"))
+            return ("st", tuple(srcs), None, False)   # cp.async: global data, addresses may be tainted
+        srcs = [x for r in isa.uses(inst) for x in self._tslots(r)]
+        dsts = [x for r in isa.defs(inst) for x in self._tslots(r)]
+        if kind == WARP:
+            return ("warp", tuple(srcs), tuple(dsts))
+        if op in ("addc", "subc", "madc"):
+            srcs.append(self.prog.cc_slot)
+        if ".cc" in inst.modifiers:
+            dsts.append(self.prog.cc_slot)
+        return ("alu", tuple(srcs), tuple(dsts))
 
     # ------------------------------------------------------------------ operands
     def reader(self, op, t):

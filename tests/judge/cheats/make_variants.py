@@ -73,6 +73,15 @@ SAXPY = {
     "saxpy_mul_add": [(FMA, "mul.rn.f32 %f5, %f2, %f1;\nadd.rn.f32 %f4, %f5, %f3;")],
     # n hard-coded to the explicit spec's n (100000)
     "saxpy_hardcoded_n": [(f"ld.param.u32 %r2, [{S}_param_0];", "mov.u32 %r2, 100000;")],
+    # the store is skipped when a never-written local word holds 1234567: random poison never
+    # does (equal outputs), garbage left on a GPU may; only the taint bit sees the branch
+    "saxpy_branch_unwritten_local": [(".reg .b64 %rd<16>;", ".reg .b64 %rd<16>;\n.local .align 4 .b8 scratch[4];"),
+                                     (STORE, "ld.local.u32 %r9, [scratch];\nsetp.eq.s32 %p2, %r9, 1234567;\n"
+                                      "@%p2 bra $L__BB0_2;\n" + STORE)],
+    # the same with a never-written shared word, as data: 0.0 is stored instead when it holds 1234567
+    "saxpy_select_unwritten_shared": [(ENTRY, ".shared .align 4 .b8 sflag[4];\n\n" + ENTRY),
+                                      (STORE, "ld.shared.u32 %r9, [sflag];\nsetp.eq.s32 %p2, %r9, 1234567;\n"
+                                       "selp.f32 %f5, 0f00000000, %f4, %p2;\nst.global.f32 [%rd7], %f5;")],
 }
 
 BLOCKSUM = {
