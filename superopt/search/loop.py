@@ -25,6 +25,7 @@ Every candidate's fate is recorded (see :mod:`superopt.store.record`).
 from __future__ import annotations
 
 import copy
+import math
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -297,6 +298,47 @@ def _fresh_check(judge: Judge, baseline_ptx: str, cand: Candidate, specs: list, 
     return True
 
 
+SHADOW_LAUNCH_TIMEOUT_S = 10.0
+
+
+def _smallest_spec(specs: list):
+    """The spec with the least work (threads, then buffer bytes) once resolved, or None."""
+    best, best_key = None, None
+    for one in specs:
+        try:
+            rs = one.resolved()
+            key = (math.prod(rs.grid) * math.prod(rs.block), sum(b.nbytes for b in rs.buffers))
+        except Exception:  # noqa: BLE001 - an unresolvable spec is just not a candidate here
+            continue
+        if best_key is None or key < best_key:
+            best, best_key = one, key
+    return best
+
+
+def _emulator_shadow(judge: Judge, options: SearchOptions, baseline_ptx: str, cand: Candidate, specs: list,
+                     entry: dict) -> bool:
+    """On a GPU, never-written registers and shared or local memory hold whatever ran before,
+    so a candidate that branches or stores on them can match nvcc's code by luck. The CPU
+    emulator poisons them and follows a taint bit: the candidate to keep is checked there too,
+    on the smallest launch shape, when the emulator can run it (its size caps and a short
+    launch limit bound the cost). False only if the emulator rejects it; "could not judge"
+    there leaves the GPU's verdict."""
+    if getattr(judge, "backend", None) != "gpu":
+        return True
+    small = _smallest_spec(specs)
+    if small is None:
+        return True
+    from superopt.judge.check import check
+    v = check(baseline_ptx, cand.ptx, small, backend="emulator", policy=options.policy, sets=1,
+              launch_timeout=SHADOW_LAUNCH_TIMEOUT_S)
+    entry["emulator_verdict"] = {"status": v.status, "reason": v.reason}
+    if v.status == "rejected":
+        entry.update(fate=Fate.REJECTED_CHECK,
+                     reason=f"the CPU emulator (never-written data poisoned and tracked) rejects it: {v.reason}")
+        return False
+    return True
+
+
 def _sanitized(judge: Judge, options: SearchOptions, baseline_ptx: str, cand: Candidate, spec, entry: dict) -> bool:
     """compute-sanitizer on the candidate to keep, where the judge can run it. False only if
     the candidate has sanitizer errors that nvcc's code does not have."""
@@ -338,6 +380,8 @@ def _choose(entries, by_id, judge: Judge, options: SearchOptions, kernel: str, r
                                                          f"when timed again: {again.reason}")
                 continue
             if not _sanitized(judge, options, baseline_ptx, by_id[e["id"]], specs[0], e):
+                continue
+            if not _emulator_shadow(judge, options, baseline_ptx, by_id[e["id"]], specs, e):
                 continue
             best = e
             # what is reported is the independent measurement, not the selected one

@@ -149,7 +149,8 @@ def test_gpu_verdict(gpu, name, which):
         v = check(base_ptx(kernel), variant_ptx(name), spec, backend=gpu, seed=seed)
         if want.get("gpu") == "emulator":
             # nothing differs on a GPU either (the garbage it reads is not 1234567): only the
-            # emulator's taint bit sees a branch or store on never-written data
+            # emulator's taint bit sees a branch or store on never-written data (the search runs
+            # that emulator check on the candidate it keeps: tests/search/test_emulator_shadow.py)
             assert v.status == ACCEPTED, v.summary()
             continue
         if want.get("gpu") == "memcheck":
