@@ -298,7 +298,7 @@ def _fresh_check(judge: Judge, baseline_ptx: str, cand: Candidate, specs: list, 
     return True
 
 
-SHADOW_LAUNCH_TIMEOUT_S = 10.0
+SHADOW_LAUNCH_TIMEOUT_S = 3.0
 
 
 def _smallest_spec(specs: list):
