@@ -379,7 +379,9 @@ def _choose(entries, by_id, judge: Judge, options: SearchOptions, kernel: str, r
                 e.update(fate=Fate.NOT_CONFIRMED, reason=f"faster in the search ({e['speedup']:.3f}x) but not "
                                                          f"when timed again: {again.reason}")
                 continue
-            if not _sanitized(judge, options, baseline_ptx, by_id[e["id"]], specs[0], e):
+            # instrumented launches are slow (racecheck on a shared-memory kernel at a captured
+            # 2048^3 took minutes): the sanitizer runs at the smallest launch shape
+            if not _sanitized(judge, options, baseline_ptx, by_id[e["id"]], _smallest_spec(specs) or specs[0], e):
                 continue
             if not _emulator_shadow(judge, options, baseline_ptx, by_id[e["id"]], specs, e):
                 continue

@@ -405,3 +405,26 @@ def test_a_baseline_that_cannot_be_judged_is_run_once_per_search():
         v = judge.verify(noisy, noisy + "// candidate\n", spec)
         assert v.status == "could_not_judge" and "not deterministic" in v.reason
     assert fake.calls == 1
+
+
+def test_the_sanitizer_runs_at_the_smallest_launch_shape():
+    """Instrumented launches are slow: compute-sanitizer gets the smallest of the kernel's specs
+    (a captured 2048^3 launch under racecheck took minutes), not the timed one."""
+    from superopt.judge.sanitize import SanitizerResult
+    from superopt.specs.launch_spec import Buffer, LaunchSpec, Scalar
+    seen = []
+
+    def spec(n):
+        return LaunchSpec(kernel=KERNEL, grid=("cdiv(n, 256)",), block=(256,),
+                          params=[Scalar("n", "s32", n), Buffer("x", "f32", "n")])
+
+    class SanitizingJudge(ComboJudge):
+        def sanitize(self, base, cand, one, tools):
+            seen.append(one)
+            return SanitizerResult("clean", "no compute-sanitizer error beyond nvcc's code's")
+    big, small = spec(1 << 24), spec(1000)
+    result = search_kernel(module(), KERNEL, [big, small], target="sm_90",
+                           options=SearchOptions(passes=["test-cs-stores"], budget_s=60),
+                           judge=SanitizingJudge(both=1.0))
+    assert result.record["winner"] == "test-cs-stores"
+    assert seen and all(s is small for s in seen)
