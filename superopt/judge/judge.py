@@ -109,16 +109,15 @@ class BackendJudge(Judge):
 
     def _verify(self, base_ptx: str, cand_ptx: str, spec, *, fresh: bool):
         from superopt.judge.check import BaselineRuns, check, run_baseline
+        # A captured spec is the program's real size: its sizes are fixed, and variation comes
+        # from the smaller shapes checked beside it, so fewer sets of it suffice.
+        sets = min(self.check_sets, CAPTURED_SETS) if getattr(spec, "origin", None) == "captured" \
+            else self.check_sets
         if fresh:
-            return check(base_ptx, cand_ptx, spec, backend=self.backend, policy=self.policy,
-                         sets=self.check_sets)
+            return check(base_ptx, cand_ptx, spec, backend=self.backend, policy=self.policy, sets=sets)
         key = (text_digest(base_ptx), spec_key(spec))
         runs = self._baseline_runs.get(key)
         if runs is None:
-            # A captured spec is the program's real size: its sizes are fixed, and variation
-            # comes from the smaller shapes checked beside it, so fewer sets of it suffice.
-            sets = min(self.check_sets, CAPTURED_SETS) if getattr(spec, "origin", None) == "captured" \
-                else self.check_sets
             runs = run_baseline(base_ptx, spec, backend=self.backend, policy=self.policy, sets=sets)
             if any(k[0] != key[0] for k in self._baseline_runs):
                 self._baseline_runs = {}        # one kernel at a time: bounded memory
