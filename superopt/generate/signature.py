@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import ptx_ir
 from superopt.specs.launch_spec import SpecError, elem_type
+from superopt.specs.comments import split_top
 
 __all__ = ["SignatureError", "SigParam", "KernelSignature", "parse_signature", "stub_module_text",
            "DEFAULT_TARGET", "ptx_version_for"]
@@ -73,22 +74,6 @@ class KernelSignature:
 
     def __str__(self) -> str:
         return self.text
-
-
-def _split_params(text: str) -> list[str]:
-    parts, depth, cur = [], 0, ""
-    for ch in text:
-        if ch in "(<[":
-            depth += 1
-        elif ch in ")>]":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    parts.append(cur)
-    return [p.strip() for p in parts]
 
 
 def _scalar_elem(cxx: str) -> str:
@@ -152,7 +137,7 @@ def parse_signature(text: str) -> KernelSignature:
     name, plist = m.group(1), m.group(2).strip()
     if len(name) > 200:
         raise SignatureError("the kernel name is longer than 200 characters")
-    decls = [] if plist in ("", "void") else _split_params(plist)
+    decls = [] if plist in ("", "void") else split_top(plist)
     params = tuple(_param(i, d) for i, d in enumerate(decls))
     names = [p.name for p in params]
     dup = sorted({n for n in names if names.count(n) > 1})
