@@ -20,8 +20,8 @@ Inference
   1.5, 0.75, ...; integers 3; an empty functor 0); an 8-byte struct that is only a pointer
   (``thrust::device_ptr``, an iterator) a buffer. Other structs are traced the same way
   (their raw bytes, pointers inside them never dereferenced: an access through one is not
-  verifiable), but the spec format has no field for them yet: the specs found go to
-  ``InferenceResult.pending_specs`` and the kernel stays not verifiable, saying so.
+  verifiable) and become ``bytes`` params holding the bytes they were traced with (a capture
+  gives the program's own bytes, pointer fields included).
 * *Scalars.* Integer scalars that bound thread indices, loops or addresses are *sizes*:
   they get distinct primes (never multiples of a block size). Their scale doubles from 24
   while the traced launch stays cheap to check (at most ~1.3e5 threads, 16 MB of buffers,
@@ -108,10 +108,8 @@ class InferenceResult:
     reason: str | None = None                # why not verifiable (when specs is empty)
     notes: list = field(default_factory=list)
     signature: str | None = None             # demangled C++ signature
-    # Specs inferred for a kernel that takes a by-value struct of more than 8 bytes, which
-    # the launch-spec format cannot carry yet: dicts in LaunchSpec.to_dict() form whose
-    # struct params read {"kind": "scalar", "type": "bytes", "size": N, "value": "0x..."}
-    # (little-endian contents). Not used for judging (specs stays empty).
+    # Kept for readers of older results: specs the format could not carry. Structs passed by
+    # value are now ``bytes`` params of the specs themselves, so this stays empty.
     pending_specs: list = field(default_factory=list)
 
     @property
@@ -468,7 +466,7 @@ class _Inferrer:
         for _attempt in range(5):
             try:
                 self._run_shapes(shapes)
-                return self._pend_big_structs()
+                return self._note_big_structs()
             except _NotVerifiable as e:
                 # A loop whose trip count comes from float parameters (t < steps * dt): trace
                 # again with their values known, and pin them in the spec.
@@ -489,26 +487,13 @@ class _Inferrer:
                 self.hist = None
         raise _NotVerifiable("no sizes satisfy the kernel's alignment and warp requirements")
 
-    def _pend_big_structs(self):
-        if not self.big_structs:
-            return
-        specs = self.result.specs
-        pending = []
-        for spec in specs:
-            d = spec.to_dict()
-            for p in self.big_structs:
-                d["params"][p.index] = {"name": self.names[p.index], "kind": "scalar", "type": "bytes",
-                                        "size": p.size, "value": f"{self.struct_values[p.index]:#x}"}
-            pending.append(d)
-        self.result.pending_specs = pending
-        self.result.specs = []
-        p = self.big_structs[0]
-        shapes = ", ".join(_fmt_shape(s.block) for s in specs)
-        raise _NotVerifiable(
-            f"parameter {p.index} ({self.names[p.index]}) is passed by value as a {p.size}-byte struct: "
-            f"a launch was inferred (block {shapes}; the struct's bytes "
-            f"{self.struct_values[p.index]:#x}, see pending_specs), but a launch spec has scalars "
-            "of 1, 2, 4 or 8 bytes only")
+    def _note_big_structs(self):
+        """Structs of more than 8 bytes are given as the bytes they were traced with (a
+        ``bytes`` param): the check passes them as they are, like a pinned scalar."""
+        for p in self.big_structs:
+            self.notes.append(f"parameter {p.index} ({self.names[p.index]}) is a {p.size}-byte struct passed by "
+                              f"value: given as the bytes it was traced with ({self.struct_values[p.index]:#x}, "
+                              "little-endian); the check does not vary them (a capture gives the program's own)")
 
     def _run_shapes(self, shapes):
         specs, rejected = [], []
@@ -950,7 +935,9 @@ class _Inferrer:
             elif p.kind == "float":
                 params.append(_scalar(name, p.scalar_type, tuples[0][p.index], pinned=self.exact_floats))
             elif p.kind == "struct" and p.size not in (1, 2, 4, 8):
-                params.append(Scalar(name=name, type="u8", value=0))    # placeholder: see pending_specs
+                # the bytes the launch was traced with (float fields ordinary values, integer fields 3)
+                params.append(Bytes(name=name, size=p.size,
+                                    hex=int(tuples[0][p.index]).to_bytes(p.size, "little").hex()))
                 self._struct_note(p, name, tuples[0][p.index])
             elif p.kind == "struct":
                 params.append(Scalar(name=name, type=p.scalar_type, value=tuples[0][p.index]))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import ptx_ir
 from superopt.specs.inference import check_spec, infer_specs
-from superopt.specs.launch_spec import Buffer, LaunchSpec
+from superopt.specs.launch_spec import Buffer, Bytes, LaunchSpec
 
 HERE = Path(__file__).parent
 PTX = (HERE / "data" / "real_code.ptx").read_text()
@@ -41,26 +41,34 @@ def assert_sound(r):
 
 # --------------------------------------------------------------------------- structs > 8 bytes
 
-def test_struct_of_ints_and_floats_is_traced_as_raw_bytes():
+def test_struct_of_ints_and_floats_is_given_as_its_traced_bytes():
     r = infer("scale_box")
-    # the spec format has scalars of 1, 2, 4 or 8 bytes only: the launch is inferred but pending
-    assert not r.verifiable
-    assert "16-byte struct" in r.reason and "a launch was inferred" in r.reason
-    assert r.pending_specs
-    d = r.pending_specs[0]
-    box = d["params"][0]
-    assert box["type"] == "bytes" and box["size"] == 16 and box["kind"] == "scalar"
-    raw = int(box["value"], 16).to_bytes(16, "little")
-    assert raw[8:12] == (3).to_bytes(4, "little")             # int offset: 3
-    assert d["block"] == [256, 1, 1] and d["grid"][0] == "cdiv(n, 256)"
-    assert {p["name"]: p.get("length") for p in d["params"] if p["kind"] == "buffer"} == {"x": "n", "y": "n"}
-    assert r.to_dict()["pending_specs"] == r.pending_specs
+    assert r.verifiable, r.reason
+    spec = r.specs[0]
+    box = spec.params[0]
+    assert isinstance(box, Bytes) and box.size == 16 and not box.pointers
+    assert box.raw[8:12] == (3).to_bytes(4, "little")          # int offset: 3
+    assert spec.block == (256, 1, 1) and spec.grid[0] == "cdiv(n, 256)"
+    assert lengths(spec) == {"x": "n", "y": "n"}
+    assert any("16-byte struct passed by value" in n for n in r.notes)
+    assert LaunchSpec.from_toml(spec.to_toml()) == spec
+    # and it is judged: nvcc's code against itself, and a changed constant
+    from superopt.judge.check import check
+    fn = BY_SHORT["scale_box"]
+    v = check(PTX, PTX, spec, backend="emulator", sets=3)
+    assert v.status == "accepted", v.summary()
+    at = PTX.index(f".entry {fn.name}")
+    body = PTX[at:]
+    bad = PTX[:at] + body.replace("add.f32", "sub.f32", 1)
+    assert bad != PTX
+    assert check(PTX, bad, spec, backend="emulator", sets=3).status == "rejected"
 
 
 def test_struct_with_a_size_field_and_an_array_of_floats():
     r = infer("conv3x3")
-    assert not r.verifiable and "44-byte struct" in r.reason and r.pending_specs
-    assert r.pending_specs[0]["params"][0]["size"] == 44
+    assert r.verifiable, r.reason
+    conv = r.specs[0].params[0]
+    assert isinstance(conv, Bytes) and conv.size == 44
 
 
 def test_pointer_inside_a_struct_is_never_dereferenced():
