@@ -26,6 +26,7 @@ class SpecTemplate:
     toml: str                      # a ``[kernels."NAME"]`` table
     guessed: list[str] = field(default_factory=list)     # what to check
     cannot: list[str] = field(default_factory=list)      # what the format cannot express
+    toml_only: list[str] = field(default_factory=list)   # why only the toml table can (structs' bytes)
 
     def text(self) -> str:
         """The fix as shown to users: the comment, the table, what to check (or, when the
@@ -34,8 +35,13 @@ class SpecTemplate:
         if self.cannot:
             return ("a launch spec cannot describe this kernel yet: " + "; ".join(self.cannot)
                     + ". Until it can, nvcc's code is kept for it.")
-        lines = ["To verify and optimize it, add above the kernel in the source:", f"  {self.comment}",
-                 "or to nvcc-plus.toml:"]
+        if self.toml_only:
+            lines = [f"To verify and optimize it, add to nvcc-plus.toml (a // nvcc-plus: comment cannot give "
+                     f"{'; '.join(self.toml_only)}), or capture the program's own launch "
+                     f"(superopt capture --data -- ./app):"]
+        else:
+            lines = ["To verify and optimize it, add above the kernel in the source:", f"  {self.comment}",
+                     "or to nvcc-plus.toml:"]
         lines += ["  " + ln for ln in self.toml.rstrip().splitlines()]
         if self.guessed:
             lines.append("guessed, check against how the program launches it: " + "; ".join(self.guessed))
@@ -70,6 +76,7 @@ def spec_template(module, kernel: str, source_text: str | None = None) -> SpecTe
     block, block_guessed = _block(fn)
     guessed: list[str] = []
     cannot: list[str] = []
+    toml_only: list[str] = []
 
     size = next((n for n, p in zip(names, infos) if p.kind == "int"), None)
     length = size or str(GUESS_SIZE)
@@ -89,9 +96,16 @@ def spec_template(module, kernel: str, source_text: str | None = None) -> SpecTe
             items.append(f"{name}:{elem}[{length}] {direction}")
             params.append({"name": name, "kind": "buffer", "type": elem, "length": length,
                            "direction": direction})
-        elif p.kind == "struct":
-            cannot.append(f"{name} is a struct passed by value ({p.size} bytes)")
+        elif p.kind == "struct" and p.size not in (1, 2, 4, 8):
+            toml_only.append(f"the bytes of {name}, a {p.size}-byte struct passed by value")
+            guessed.append(f"{name}'s bytes (zeros here: write the struct's little-endian bytes; a pointer field "
+                           f"goes in pointers = {{\"OFFSET\" = \"BUFFER\"}}, BUFFER a buffer of the table with "
+                           f"embedded = true)")
             items.append(f"{name}=0")
+            params.append({"name": name, "kind": "bytes", "size": p.size, "hex": "00" * p.size})
+        elif p.kind == "struct":
+            items.append(f"{name}=0")
+            guessed.append(f"{name}'s value (a {p.size}-byte struct as one integer, little-endian)")
             params.append({"name": name, "kind": "scalar", "type": p.scalar_type, "value": 0})
         elif p.kind == "float":
             items.append(f"{name}=1.5")
@@ -113,7 +127,7 @@ def spec_template(module, kernel: str, source_text: str | None = None) -> SpecTe
     plain = _short(fn.signature) if fn.signature else fn.name
     toml = _toml_table(plain, [grid, 1, 1], (block + [1, 1])[:3], params)
     return SpecTemplate(kernel=fn.name, name=plain, comment=comment.rstrip(), toml=toml,
-                        guessed=guessed, cannot=cannot)
+                        guessed=guessed, cannot=cannot, toml_only=toml_only)
 
 
 def _toml_value(v) -> str:
