@@ -75,9 +75,10 @@ def read_only_params(fn) -> set[int]:
     return {r.index for r in roles if f"param:{r.name}" not in writers and not r.written and not r.atomic}
 
 
-def _struct_param(fn, info, p: dict, name: str, raw: bytes, read_only: set[int], notes: list | None):
+def _struct_param(fn, info, p: dict, name: str, raw: bytes, notes: list | None):
     """A struct by value: a Bytes param with its captured bytes and, for each pointer field the
-    capture found, an embedded buffer as long as the allocation holds from the pointer on."""
+    capture found, an embedded buffer as long as the allocation holds from the pointer on
+    (compared as an output: which fields the kernel writes through is not worked out)."""
     inner = p.get("inner") or []
     types = struct_field_types(fn) if inner else {}
     pointers, bufs = {}, []
@@ -99,8 +100,7 @@ def _struct_param(fn, info, p: dict, name: str, raw: bytes, read_only: set[int],
         avail = int(q["extent"]) - int(q["offset"])
         bname = f"{name}_{at}"
         pointers[at] = bname
-        direction = "inout"
-        bufs.append(Buffer(name=bname, type=etype, length_expr=max(avail, 0) // esize, direction=direction,
+        bufs.append(Buffer(name=bname, type=etype, length_expr=max(avail, 0) // esize, direction="inout",
                            embedded=True))
     return Bytes(name=name, size=len(raw), hex=raw.hex(), pointers=pointers), bufs
 
@@ -169,7 +169,7 @@ def shape_to_spec(fn, infos, names, shape: dict, read_only: set[int], notes: lis
             direction = "in" if info.index in read_only else "inout"
             out.append(Buffer(name=name, type=etype, length_expr=length, direction=direction))
         elif info.kind == "struct" and (info.size not in (1, 2, 4, 8) or p.get("inner")):
-            b, inner_bufs = _struct_param(fn, info, p, name, raw, read_only, notes)
+            b, inner_bufs = _struct_param(fn, info, p, name, raw, notes)
             out.append(b)
             embedded.extend(inner_bufs)
         else:
