@@ -3,7 +3,7 @@ the timer and compute-sanitizer, as :class:`superopt.judge.protocol.Judge` descr
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 from superopt.judge.cache import spec_key, text_digest
 from superopt.judge.protocol import Judge
@@ -68,23 +68,13 @@ class BackendJudge(Judge):
         """hold() for one call of verify/time/sanitize; with no GPU to lease the call goes on
         and its backend answers "could not judge" as it always did."""
         from superopt.judge import devices
-        if self.backend != "gpu" or devices.current() is not None:
+        with ExitStack() as held:
+            if self.backend == "gpu" and devices.current() is None:
+                try:
+                    held.enter_context(devices.lease())
+                except devices.NoDevice:
+                    pass
             yield
-            return
-        try:
-            cm = devices.lease()
-            cm.__enter__()
-        except devices.NoDevice:
-            yield
-            return
-        try:
-            yield
-        except BaseException:
-            import sys
-            if not cm.__exit__(*sys.exc_info()):
-                raise
-        else:
-            cm.__exit__(None, None, None)
 
     def device_name(self) -> str:
         """What runs the kernels: the leased GPU's model, or the backend's name."""

@@ -321,16 +321,19 @@ def _emulator_shadow(judge: Judge, options: SearchOptions, baseline_ptx: str, ca
     so a candidate that branches or stores on them can match nvcc's code by luck. The CPU
     emulator poisons them and follows a taint bit: the candidate to keep is checked there too,
     on the smallest launch shape, when the emulator can run it (its size caps and a short
-    launch limit bound the cost). False only if the emulator rejects it; "could not judge"
-    there leaves the GPU's verdict."""
+    limit on nvcc's own launches bound the cost; the candidate's limit is the check's usual
+    one, relative to nvcc's code, so slowness on the emulator is never a verdict). False only
+    if the emulator rejects it; "could not judge" there leaves the GPU's verdict."""
     if getattr(judge, "backend", None) != "gpu":
         return True
     small = _smallest_spec(specs)
     if small is None:
         return True
-    from superopt.judge.check import check
-    v = check(baseline_ptx, cand.ptx, small, backend="emulator", policy=options.policy, sets=1,
-              launch_timeout=SHADOW_LAUNCH_TIMEOUT_S)
+    from superopt.judge.check import BaselineRuns, check, run_baseline
+    runs = run_baseline(baseline_ptx, small, backend="emulator", policy=options.policy, sets=1,
+                        launch_timeout=SHADOW_LAUNCH_TIMEOUT_S)
+    v = check(baseline_ptx, cand.ptx, small, backend="emulator", baseline=runs) \
+        if isinstance(runs, BaselineRuns) else runs
     entry["emulator_verdict"] = {"status": v.status, "reason": v.reason}
     if v.status == "rejected":
         entry.update(fate=Fate.REJECTED_CHECK,

@@ -108,9 +108,6 @@ class InferenceResult:
     reason: str | None = None                # why not verifiable (when specs is empty)
     notes: list = field(default_factory=list)
     signature: str | None = None             # demangled C++ signature
-    # Kept for readers of older results: specs the format could not carry. Structs passed by
-    # value are now ``bytes`` params of the specs themselves, so this stays empty.
-    pending_specs: list = field(default_factory=list)
 
     @property
     def verifiable(self) -> bool:
@@ -129,8 +126,7 @@ class InferenceResult:
     def to_dict(self) -> dict:
         return {"kernel": self.kernel, "signature": self.signature, "origin": self.origin,
                 "verifiable": self.verifiable, "reason": self.reason, "notes": list(self.notes),
-                "specs": [s.to_dict() for s in self.specs],
-                **({"pending_specs": list(self.pending_specs)} if self.pending_specs else {})}
+                "specs": [s.to_dict() for s in self.specs]}
 
 
 class _NotVerifiable(Exception):

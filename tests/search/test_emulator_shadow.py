@@ -42,3 +42,41 @@ def test_the_smallest_launch_is_the_one_checked():
     big = replace(spec_of("saxpy", "explicit"))
     small = spec_of("saxpy", "explicit").resolved({n: 100})
     assert _smallest_spec([big, small]) is small
+
+
+LOOP_CU = """
+__global__ void spin(int n, int iters, const float* x, float* y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float acc = 0.f;
+  for (int k = 0; k < iters; k++) acc = acc * 0.5f + x[(i + k) % n];
+  y[i] = acc;
+}
+"""
+
+
+def test_the_cost_cap_on_nvccs_launches_fires_and_leaves_the_gpus_verdict(monkeypatch, tmp_path):
+    """Past the cap nvcc's own code is "could not judge" on the emulator: the candidate keeps
+    the GPU's verdict (the cap bounds the cost; it never decides)."""
+    import shutil
+    import subprocess
+
+    import pytest
+
+    import superopt.search.loop as loop
+    from superopt.specs.launch_spec import Buffer, LaunchSpec, Scalar
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc not found")
+    (tmp_path / "spin.cu").write_text(LOOP_CU)
+    subprocess.run(["nvcc", "-arch=sm_90", "-ptx", "spin.cu", "-o", "spin.ptx"], cwd=tmp_path, check=True)
+    ptx = (tmp_path / "spin.ptx").read_text()
+    spec = LaunchSpec(kernel="_Z4spiniiPKfPf", grid=(1,), block=(64,),
+                      params=[Scalar("n", "s32", 64), Scalar("iters", "s32", 200_000, pinned=True),
+                              Buffer("x", "f32", "n"), Buffer("y", "f32", "n", direction="out")],
+                      vary_sizes=False)
+    monkeypatch.setattr(loop, "SHADOW_LAUNCH_TIMEOUT_S", 0.05)
+    entry = {"fate": "faster"}
+    cand = Candidate(kernel="spin", plan=[], ptx=ptx, changes=[], provenance={"proposer": "test"})
+    assert _emulator_shadow(GPU, SearchOptions(), ptx, cand, [spec], entry)
+    assert entry["fate"] == "faster" and entry["emulator_verdict"]["status"] == "could_not_judge"
+    assert "timeout" in entry["emulator_verdict"]["reason"].lower(), entry["emulator_verdict"]

@@ -73,7 +73,7 @@ def test_struct_with_a_size_field_and_an_array_of_floats():
 
 def test_pointer_inside_a_struct_is_never_dereferenced():
     r = infer("saxpy_params")
-    assert not r.verifiable and not r.pending_specs
+    assert not r.verifiable and not r.specs
     assert "pointer held in by-value struct parameter 0" in r.reason
 
 
