@@ -81,10 +81,59 @@ def static_estimate(ptx: str, kernel: str) -> float:
     return cost
 
 
+# A launch shape whose buffers hold more than this is costly to check (the program's captured
+# sizes: hundreds of MB per input set, seconds per check). When cheaper shapes are there too, a
+# candidate is checked on those first, timed, and checked at the costly shapes only when it is
+# faster: a candidate that is not faster is dropped whether it is right or not, so checking it
+# at full size would only spend the budget. Timing an unchecked-at-size candidate is safe: the
+# GPU runs in a restartable worker, and a fault there is a failed timing, never a verdict.
+COSTLY_CHECK_BYTES = 8 << 20
+
+
+def _check_bytes(spec) -> int | None:
+    try:
+        return sum(b.nbytes for b in spec.resolved().buffers)
+    except Exception:  # noqa: BLE001 - an unresolvable spec fails in the check itself, with its reason
+        return None
+
+
+def _split_by_cost(specs: list) -> tuple[list, list]:
+    """(cheap shapes, costly shapes), each in the given order."""
+    sizes = [_check_bytes(s) for s in specs]
+    cheap = [s for s, n in zip(specs, sizes) if n is None or n <= COSTLY_CHECK_BYTES]
+    costly = [s for s, n in zip(specs, sizes) if n is not None and n > COSTLY_CHECK_BYTES]
+    return cheap, costly
+
+
+def _verify_each(judge: Judge, baseline_ptx: str, cand_ptx: str, specs: list):
+    """The verdict on every shape of ``specs`` in order, stopping at the first not accepted;
+    (verdict, shapes checked)."""
+    verdict, checked = None, 0
+    for one in specs:
+        verdict = judge.verify(baseline_ptx, cand_ptx, one)
+        checked += 1
+        if verdict.status != "accepted":
+            break
+    return verdict, checked
+
+
+def _set_verdict_fate(entry: dict, verdict, prefix: str = "") -> bool:
+    """Record a verdict that is not "accepted" as the entry's fate; True when it was accepted."""
+    if verdict.status == "accepted":
+        return True
+    fate = Fate.REJECTED_CHECK if verdict.status == "rejected" else Fate.NOT_JUDGED
+    entry.update(fate=fate, reason=prefix + verdict.reason)
+    return False
+
+
 def evaluate(candidate: Candidate, baseline_ptx: str, specs: list, judge: Judge, target: str,
              seen_code: dict | None = None) -> dict:
     """Run one candidate through ptxas, the check on every launch shape of ``specs`` and timing
     (on the first shape); return its record entry.
+
+    With a GPU and both cheap and costly shapes (see ``COSTLY_CHECK_BYTES``), the costly ones
+    are checked after the timing and only for a faster candidate; the entry then says how many
+    shapes were left unchecked (``launch_shapes_unchecked``) and why.
 
     ``seen_code`` (cubin hash -> who made it, the baseline included) skips candidates that
     ptxas turns into machine code already judged: their fate is ``same-code``."""
@@ -102,18 +151,13 @@ def evaluate(candidate: Candidate, baseline_ptx: str, specs: list, judge: Judge,
     res = static.resources.get(candidate.kernel)
     entry["resources"] = rec.resources_dict(res)
     # Every launch shape must agree (inferred specs come with several).
-    verdict = None
-    for one in specs:
-        verdict = judge.verify(baseline_ptx, candidate.ptx, one)
-        if verdict.status != "accepted":
-            break
+    cheap, costly = _split_by_cost(specs)
+    deferred = costly if (judge.can_time and cheap and costly) else []
+    first = cheap if deferred else specs
+    verdict, checked = _verify_each(judge, baseline_ptx, candidate.ptx, first)
     entry["verdict"] = verdict.to_dict()
-    entry["launch_shapes_checked"] = len(specs)
-    if verdict.status == "rejected":
-        entry.update(fate=Fate.REJECTED_CHECK, reason=verdict.reason)
-        return entry
-    if verdict.status != "accepted":
-        entry.update(fate=Fate.NOT_JUDGED, reason=verdict.reason)
+    entry["launch_shapes_checked"] = checked
+    if not _set_verdict_fate(entry, verdict):
         return entry
     if not judge.can_time:
         entry.update(fate=Fate.VERIFIED, reason=f"verified on the {judge.backend}; no GPU, so no measured speed")
@@ -127,6 +171,15 @@ def evaluate(candidate: Candidate, baseline_ptx: str, specs: list, judge: Judge,
         entry.update(fate=Fate.FASTER, reason=timing.reason)
     else:
         entry.update(fate=Fate.NOT_FASTER, reason=timing.reason)
+    if deferred and entry["fate"] == Fate.FASTER:
+        late, more = _verify_each(judge, baseline_ptx, candidate.ptx, deferred)
+        entry["verdict"] = late.to_dict()
+        entry["launch_shapes_checked"] = checked + more
+        _set_verdict_fate(entry, late, prefix="faster, but at the large launch shape: ")
+    elif deferred:
+        entry["launch_shapes_unchecked"] = len(deferred)
+        entry["reason"] += (f"; not checked at the {len(deferred)} large launch shape(s), as only a "
+                            f"faster candidate needs to be")
     return entry
 
 
@@ -162,6 +215,10 @@ def search_kernel(module: ptx_ir.Module, kernel: str, specs: list | None, *, tar
     judge = judge if isinstance(judge, CachingJudge) else CachingJudge(judge)
     record["backend"] = judge.backend
     record["policy"] = judge.policy
+    specs, dropped = _screen_extra_shapes(judge, baseline_ptx, specs)
+    if dropped:
+        record["spec"] = [s.to_dict() if hasattr(s, "to_dict") else s for s in specs]
+        record["notes"] = list(record.get("notes") or []) + dropped
 
     state = _Search(module, kernel, specs, target, options, judge, baseline_ptx, record, started)
     if base_static.cubin:
@@ -178,6 +235,28 @@ def search_kernel(module: ptx_ir.Module, kernel: str, specs: list | None, *, tar
     winner = _choose(state.entries, state.by_id, judge, options, kernel, record, baseline_ptx, specs)
     record["seconds"] = round(time.monotonic() - started, 3)
     return KernelResult(kernel, record, winner, list(state.by_id.values()))
+
+
+def _screen_extra_shapes(judge: Judge, baseline_ptx: str, specs: list) -> tuple[list, list[str]]:
+    """Drop the inferred shapes added beside captured ones on which nvcc's own code cannot be
+    judged (not deterministic, out of its buffers): inference guessed their sizes, and one such
+    shape would leave every candidate "not judged" although the program's own launches judge
+    it well. The captured shapes are never dropped (the next spec source is for those).
+    Returns (specs kept, a note per shape dropped)."""
+    if len(specs) < 2 or getattr(specs[0], "origin", None) != "captured":
+        return specs, []
+    kept, notes = [], []
+    for one in specs:
+        if getattr(one, "origin", None) == "captured":
+            kept.append(one)
+            continue
+        v = judge.verify(baseline_ptx, baseline_ptx, one)
+        if v.status == "accepted":
+            kept.append(one)
+        else:
+            notes.append(f"an inferred launch shape (grid {list(one.grid)}, block {list(one.block)}) was "
+                         f"dropped: nvcc's own code cannot be judged with it ({v.reason})")
+    return kept, notes
 
 
 class _Search:

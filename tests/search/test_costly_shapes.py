@@ -1,0 +1,164 @@
+"""Checks at a costly launch shape (a captured, full-size one) wait for the timing: a candidate
+that is not faster is never checked there, a faster one always is, and a wrong one is still
+rejected by that late check."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import ptx_ir
+from superopt.judge import Judge
+from superopt.judge.cache import spec_key
+from superopt.judge.check import Verdict
+from superopt.search.candidates import Candidate, Step
+from superopt.search.loop import COSTLY_CHECK_BYTES, evaluate
+from superopt.specs.launch_spec import LaunchSpec, Scalar
+from tests.model.helpers import VADD, VADD_GOOD, test_passes, vadd_spec  # noqa: F401 (a fixture)
+
+BIG_N = COSTLY_CHECK_BYTES // 4          # three float buffers of this length: 3x the threshold
+
+
+def big_spec() -> LaunchSpec:
+    s = vadd_spec()
+    s.params[-1] = Scalar("n", "u32", BIG_N)
+    return s
+
+
+@dataclass
+class Timing:
+    status: str
+    faster: bool
+    speedup: float
+    reason: str = "scripted"
+
+    def to_dict(self):
+        return {"status": self.status, "faster": self.faster, "speedup": self.speedup}
+
+
+class SizeJudge(Judge):
+    """Accepts everywhere but at ``wrong_at`` (a spec key); times as told; logs every call."""
+
+    backend = "scripted-gpu"
+    policy = "exact"
+    can_time = True
+
+    def __init__(self, speedup: float, wrong_at=None):
+        self.speedup, self.wrong_at, self.calls = speedup, wrong_at, []
+
+    def verify(self, base_ptx, cand_ptx, spec, *, fresh=False):
+        key = spec_key(spec)
+        self.calls.append(("verify", key))
+        if key == self.wrong_at:
+            return Verdict("rejected", "buffer 'out' element 9000000 differs", "exact", {})
+        return Verdict("accepted", "identical", "exact", {})
+
+    def time(self, base_ptx, cand_ptx, spec, *, fresh=True):
+        self.calls.append(("time", spec_key(spec)))
+        return Timing("ok", self.speedup > 1.02, self.speedup)
+
+
+def candidate() -> Candidate:
+    ptx = VADD[:VADD.index(".visible")] + VADD_GOOD
+    return Candidate(kernel="vadd", plan=[Step("test-nc-loads", {})], ptx=ptx, changes=[])
+
+
+def test_a_candidate_that_is_not_faster_is_not_checked_at_the_costly_shape():
+    big, small = big_spec(), vadd_spec()
+    judge = SizeJudge(speedup=0.97)
+    entry = evaluate(candidate(), VADD, [big, small], judge, "sm_90")
+    assert entry["fate"] == "not-faster"
+    assert ("verify", spec_key(big)) not in judge.calls
+    assert judge.calls == [("verify", spec_key(small)), ("time", spec_key(big))]
+    assert entry["launch_shapes_checked"] == 1 and entry["launch_shapes_unchecked"] == 1
+    assert "not checked at the 1 large launch shape" in entry["reason"]
+
+
+def test_a_faster_candidate_is_checked_at_the_costly_shape_after_timing():
+    big, small = big_spec(), vadd_spec()
+    judge = SizeJudge(speedup=1.3)
+    entry = evaluate(candidate(), VADD, [big, small], judge, "sm_90")
+    assert entry["fate"] == "faster"
+    assert judge.calls == [("verify", spec_key(small)), ("time", spec_key(big)), ("verify", spec_key(big))]
+    assert entry["launch_shapes_checked"] == 2 and "launch_shapes_unchecked" not in entry
+
+
+def test_a_faster_candidate_wrong_only_at_the_costly_shape_is_rejected():
+    big, small = big_spec(), vadd_spec()
+    judge = SizeJudge(speedup=1.3, wrong_at=spec_key(big))
+    entry = evaluate(candidate(), VADD, [big, small], judge, "sm_90")
+    assert entry["fate"] == "rejected-check"
+    assert entry["reason"].startswith("faster, but at the large launch shape: ")
+    assert "element 9000000 differs" in entry["reason"]
+    assert entry["speedup"] == 1.3          # what the timing said stays in the record
+
+
+def test_only_costly_shapes_are_checked_before_timing():
+    """Nothing cheaper to check first: the costly shape is checked before the candidate is timed."""
+    big = big_spec()
+    judge = SizeJudge(speedup=0.97, wrong_at=spec_key(big))
+    entry = evaluate(candidate(), VADD, [big], judge, "sm_90")
+    assert entry["fate"] == "rejected-check"
+    assert judge.calls == [("verify", spec_key(big))]
+
+
+def test_without_timing_every_shape_is_checked():
+    big, small = big_spec(), vadd_spec()
+    judge = SizeJudge(speedup=1.0)
+    judge.can_time = False
+    entry = evaluate(candidate(), VADD, [big, small], judge, "sm_90")
+    assert entry["fate"] == "verified"
+    assert [c for c in judge.calls if c[0] == "verify"] == [("verify", spec_key(big)), ("verify", spec_key(small))]
+
+
+def test_the_threshold_splits_on_buffer_bytes():
+    from superopt.search.loop import _split_by_cost
+    big, small = big_spec(), vadd_spec()
+    assert _split_by_cost([big, small]) == ([small], [big])
+    assert ptx_ir.parse(VADD).function("vadd")      # the test kernel is the one the specs describe
+
+
+class UnjudgeableShapeJudge(SizeJudge):
+    """nvcc's own code is not deterministic on the launch shape ``bad`` (an inferred guess)."""
+
+    def __init__(self, bad):
+        super().__init__(speedup=1.3)
+        self.bad = spec_key(bad)
+
+    def verify(self, base_ptx, cand_ptx, spec, *, fresh=False):
+        if spec_key(spec) == self.bad:
+            self.calls.append(("verify", self.bad))
+            return Verdict("could_not_judge", "the baseline is not deterministic: buffer 'out' element 3", "exact", {})
+        return super().verify(base_ptx, cand_ptx, spec, fresh=fresh)
+
+
+def captured(spec: LaunchSpec) -> LaunchSpec:
+    spec.origin = "captured"
+    return spec
+
+
+def test_an_inferred_shape_beside_a_capture_that_nvcc_code_fails_on_is_dropped(test_passes):  # noqa: F811
+    from superopt.search.loop import SearchOptions, search_kernel
+    real, guessed, fine = captured(vadd_spec()), vadd_spec(), vadd_spec()
+    guessed.block, guessed.origin = (96, 1, 1), "inferred"
+    fine.params[-1], fine.origin = Scalar("n", "u32", 29), "inferred"
+    judge = UnjudgeableShapeJudge(bad=guessed)
+    result = search_kernel(ptx_ir.parse(VADD), "vadd", [real, guessed, fine], target="sm_90",
+                           options=SearchOptions(budget_s=60, passes=["test-nc-loads"]), judge=judge)
+    rec = result.record
+    assert result.winner is not None and rec["status"] == "optimized", rec
+    assert any("dropped: nvcc's own code cannot be judged" in n and "[96, 1, 1]" in n for n in rec["notes"])
+    assert len(rec["spec"]) == 2
+    # the guessed shape was asked about once (nvcc's code against itself), never per candidate
+    assert judge.calls.count(("verify", spec_key(guessed))) == 1
+
+
+def test_without_a_capture_no_shape_is_dropped(test_passes):  # noqa: F811
+    """Inferred specs alone: an unjudgeable one leaves the candidates not judged (and the
+    optimizer tries the next source), as before."""
+    from superopt.search.loop import SearchOptions, search_kernel
+    first, guessed = vadd_spec(), vadd_spec()
+    guessed.block = (96, 1, 1)
+    judge = UnjudgeableShapeJudge(bad=guessed)
+    result = search_kernel(ptx_ir.parse(VADD), "vadd", [first, guessed], target="sm_90",
+                           options=SearchOptions(budget_s=60, passes=["test-nc-loads"]), judge=judge)
+    assert result.winner is None
+    assert {c["fate"] for c in result.record["candidates"]} == {"not-judged"}
