@@ -131,9 +131,10 @@ def evaluate(candidate: Candidate, baseline_ptx: str, specs: list, judge: Judge,
     """Run one candidate through ptxas, the check on every launch shape of ``specs`` and timing
     (on the first shape); return its record entry.
 
-    With a GPU and both cheap and costly shapes (see ``COSTLY_CHECK_BYTES``), the costly ones
-    are checked after the timing and only for a faster candidate; the entry then says how many
-    shapes were left unchecked (``launch_shapes_unchecked``) and why.
+    With a GPU and costly shapes (see ``COSTLY_CHECK_BYTES``), the costly ones are checked
+    after the timing and only for a faster candidate, when cheaper shapes were checked first or
+    the candidate comes from the built-in passes (:func:`_built_in`); the entry then says how
+    many shapes were left unchecked (``launch_shapes_unchecked``) and why.
 
     ``seen_code`` (cubin hash -> who made it, the baseline included) skips candidates that
     ptxas turns into machine code already judged: their fate is ``same-code``."""
@@ -152,13 +153,15 @@ def evaluate(candidate: Candidate, baseline_ptx: str, specs: list, judge: Judge,
     entry["resources"] = rec.resources_dict(res)
     # Every launch shape must agree (inferred specs come with several).
     cheap, costly = _split_by_cost(specs)
-    deferred = costly if (judge.can_time and cheap and costly) else []
+    deferred = costly if (judge.can_time and costly and (cheap or _built_in(candidate))) else []
     first = cheap if deferred else specs
-    verdict, checked = _verify_each(judge, baseline_ptx, candidate.ptx, first)
-    entry["verdict"] = verdict.to_dict()
-    entry["launch_shapes_checked"] = checked
-    if not _set_verdict_fate(entry, verdict):
-        return entry
+    checked = 0
+    if first:
+        verdict, checked = _verify_each(judge, baseline_ptx, candidate.ptx, first)
+        entry["verdict"] = verdict.to_dict()
+        entry["launch_shapes_checked"] = checked
+        if not _set_verdict_fate(entry, verdict):
+            return entry
     if not judge.can_time:
         entry.update(fate=Fate.VERIFIED, reason=f"verified on the {judge.backend}; no GPU, so no measured speed")
         return entry
@@ -181,6 +184,20 @@ def evaluate(candidate: Candidate, baseline_ptx: str, specs: list, judge: Judge,
         entry["reason"] += (f"; not checked at the {len(deferred)} large launch shape(s), as only a "
                             f"faster candidate needs to be")
     return entry
+
+
+def _built_in(candidate: Candidate) -> bool:
+    """A candidate made by the built-in rule passes alone. Each proves its precondition from
+    the IR, so with only costly launch shapes it is timed before it is checked; a model's
+    rewrite or a user's pass file is checked first (a hang or fault at full size would cost
+    far more than the check)."""
+    from superopt.passes import registry
+    from superopt.search.stored import UNTRUSTED_PASSES
+    if (candidate.provenance or {}).get("proposer", "rules") != "rules":
+        return False
+    passes = registry()
+    return all(st.pass_name in passes and passes[st.pass_name].source == "builtin"
+               and st.pass_name not in UNTRUSTED_PASSES for st in candidate.plan)
 
 
 def _first_error(log: str) -> str:

@@ -91,11 +91,41 @@ def test_a_faster_candidate_wrong_only_at_the_costly_shape_is_rejected():
     assert entry["speedup"] == 1.3          # what the timing said stays in the record
 
 
-def test_only_costly_shapes_are_checked_before_timing():
-    """Nothing cheaper to check first: the costly shape is checked before the candidate is timed."""
+def test_a_built_in_pass_with_only_costly_shapes_is_timed_first(test_passes):  # noqa: F811
+    """Nothing cheaper to check first, and the candidate comes from a built-in pass: it is
+    timed first, and checked only when faster (a wrong faster one is still rejected)."""
+    from superopt.passes import registry
+    big = big_spec()
+    registry()["test-nc-loads"].source = "builtin"       # as if shipped with nvcc-plus
+    try:
+        slow = SizeJudge(speedup=0.97, wrong_at=spec_key(big))
+        entry = evaluate(candidate(), VADD, [big], slow, "sm_90")
+        assert entry["fate"] == "not-faster" and slow.calls == [("time", spec_key(big))]
+        assert entry["launch_shapes_unchecked"] == 1 and "launch_shapes_checked" not in entry
+        fast = SizeJudge(speedup=1.3, wrong_at=spec_key(big))
+        entry = evaluate(candidate(), VADD, [big], fast, "sm_90")
+        assert entry["fate"] == "rejected-check"
+        assert fast.calls == [("time", spec_key(big)), ("verify", spec_key(big))]
+    finally:
+        registry()["test-nc-loads"].source = "tests/model"
+
+
+def test_a_model_rewrite_with_only_costly_shapes_is_checked_before_timing():
+    """A rewrite no built-in pass made (a model's, a user's pass file) is checked at the costly
+    shape before it ever runs there for timing."""
+    big = big_spec()
+    cand = candidate()
+    cand.provenance = {"proposer": "model", "model": "some-model"}
+    judge = SizeJudge(speedup=0.97, wrong_at=spec_key(big))
+    entry = evaluate(cand, VADD, [big], judge, "sm_90")
+    assert entry["fate"] == "rejected-check"
+    assert judge.calls == [("verify", spec_key(big))]
+
+
+def test_a_user_pass_file_with_only_costly_shapes_is_checked_before_timing(test_passes):  # noqa: F811
     big = big_spec()
     judge = SizeJudge(speedup=0.97, wrong_at=spec_key(big))
-    entry = evaluate(candidate(), VADD, [big], judge, "sm_90")
+    entry = evaluate(candidate(), VADD, [big], judge, "sm_90")   # test-nc-loads: source "tests/model"
     assert entry["fate"] == "rejected-check"
     assert judge.calls == [("verify", spec_key(big))]
 
