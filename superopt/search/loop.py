@@ -82,11 +82,12 @@ def static_estimate(ptx: str, kernel: str) -> float:
 
 
 # A launch shape whose buffers hold more than this is costly to check (the program's captured
-# sizes: hundreds of MB per input set, seconds per check). When cheaper shapes are there too, a
-# candidate is checked on those first, timed, and checked at the costly shapes only when it is
-# faster: a candidate that is not faster is dropped whether it is right or not, so checking it
-# at full size would only spend the budget. Timing an unchecked-at-size candidate is safe: the
-# GPU runs in a restartable worker, and a fault there is a failed timing, never a verdict.
+# sizes: hundreds of MB per input set, seconds per check). A candidate is checked on the cheaper
+# shapes first, timed, and checked at the costly shapes only if the search is about to keep it:
+# a candidate that is not kept is dropped whether it is right or not, so checking it at full
+# size would only spend the budget. Timing an unchecked-at-size candidate is safe: the GPU runs
+# in a restartable worker, timing uses copies of the inputs, and a fault there is a failed
+# timing, never a verdict.
 COSTLY_CHECK_BYTES = 8 << 20
 
 
@@ -131,10 +132,11 @@ def evaluate(candidate: Candidate, baseline_ptx: str, specs: list, judge: Judge,
     """Run one candidate through ptxas, the check on every launch shape of ``specs`` and timing
     (on the first shape); return its record entry.
 
-    With a GPU and costly shapes (see ``COSTLY_CHECK_BYTES``), the costly ones are checked
-    after the timing and only for a faster candidate, when cheaper shapes were checked first or
-    the candidate comes from the built-in passes (:func:`_built_in`); the entry then says how
-    many shapes were left unchecked (``launch_shapes_unchecked``) and why.
+    With a GPU and costly shapes (see ``COSTLY_CHECK_BYTES``), the costly ones are left out
+    when cheaper shapes were checked first or the candidate comes from the built-in passes
+    (:func:`_built_in`): the entry says how many (``launch_shapes_unchecked``), and only the
+    candidate the search is about to keep is checked there (:func:`_late_check`, before the
+    check on fresh inputs).
 
     ``seen_code`` (cubin hash -> who made it, the baseline included) skips candidates that
     ptxas turns into machine code already judged: their fate is ``same-code``."""
@@ -174,16 +176,24 @@ def evaluate(candidate: Candidate, baseline_ptx: str, specs: list, judge: Judge,
         entry.update(fate=Fate.FASTER, reason=timing.reason)
     else:
         entry.update(fate=Fate.NOT_FASTER, reason=timing.reason)
-    if deferred and entry["fate"] == Fate.FASTER:
-        late, more = _verify_each(judge, baseline_ptx, candidate.ptx, deferred)
-        entry["verdict"] = late.to_dict()
-        entry["launch_shapes_checked"] = checked + more
-        _set_verdict_fate(entry, late, prefix="faster, but at the large launch shape: ")
-    elif deferred:
+    if deferred:
         entry["launch_shapes_unchecked"] = len(deferred)
-        entry["reason"] += (f"; not checked at the {len(deferred)} large launch shape(s), as only a "
-                            f"faster candidate needs to be")
+        entry["reason"] += (f"; not checked at the {len(deferred)} large launch shape(s): only the "
+                            f"candidate to keep needs to be")
     return entry
+
+
+def _late_check(judge: Judge, baseline_ptx: str, cand: Candidate, specs: list, entry: dict) -> bool:
+    """The check at the costly launch shapes that :func:`evaluate` left for the candidate to
+    keep. Records the verdict; False (and the fate rejected or not judged) if not accepted."""
+    if not entry.get("launch_shapes_unchecked"):
+        return True
+    costly = _split_by_cost(specs)[1]
+    verdict, more = _verify_each(judge, baseline_ptx, cand.ptx, costly)
+    entry["verdict"] = verdict.to_dict()
+    entry["launch_shapes_checked"] = entry.get("launch_shapes_checked", 0) + more
+    del entry["launch_shapes_unchecked"]
+    return _set_verdict_fate(entry, verdict, prefix="faster, but at the large launch shape: ")
 
 
 def _built_in(candidate: Candidate) -> bool:
@@ -468,6 +478,8 @@ def _choose(entries, by_id, judge: Judge, options: SearchOptions, kernel: str, r
             return None
         best = None
         for e in winners[:CONFIRM_TRIES]:
+            if not _late_check(judge, baseline_ptx, by_id[e["id"]], specs, e):
+                continue
             if not _fresh_check(judge, baseline_ptx, by_id[e["id"]], specs, e):
                 continue
             # The fastest of several noisy measurements is biased upwards: the candidate to
