@@ -107,9 +107,11 @@ def candidates_in_order(module, kernel: str, *, source: str | None, config: dict
             out.skip = (f"{100 * cs.share:.2f}% of the program's GPU time in the capture "
                         f"(under {100 * min_share:g}%): not searched")
         if cs.specs:
-            extra = inferred.specs if inferred is not None and inferred.origin == "inferred" else []
-            out.choices.append(SpecChoice(list(cs.specs) + list(extra), "captured",
-                                          [f"+ {len(extra)} inferred shape(s) for small sizes"] if extra else []))
+            extra = list(inferred.specs) if inferred is not None and inferred.origin == "inferred" else []
+            moved = reblocked(extra, list(cs.specs))
+            notes = [f"+ {len(extra) + len(moved)} inferred shape(s) for small sizes"
+                     + (f" ({len(moved)} at the captured block)" if moved else "")] if extra else []
+            out.choices.append(SpecChoice(list(cs.specs) + moved + extra, "captured", notes))
         elif cs.captured and cs.reason:
             out.notes.append(f"captured launches not usable: {cs.reason}")
         elif not cs.captured:
@@ -118,6 +120,41 @@ def candidates_in_order(module, kernel: str, *, source: str | None, config: dict
         out.choices.append(inferred)
     elif not out.choices:
         out.reason = why_not
+    return out
+
+
+def reblocked(inferred: list, captured: list) -> list:
+    """Inferred shapes moved to the program's real block: inference guesses the block (from a
+    list of usual sizes), the capture knows it. An inferred shape whose grid formula, evaluated
+    at the captured scalars, gives the captured grid describes the same launch family; with the
+    captured block (and dynamic shared memory) it is a small launch of the program's own kind,
+    which a check can afford on every candidate. Shapes on which nvcc's own code still cannot be
+    judged are dropped by the search (:func:`superopt.search.loop._screen_extra_shapes`)."""
+    from dataclasses import replace
+    from superopt.specs.launch_spec import Scalar
+    if not inferred or not captured:
+        return []
+    cap = captured[0]
+    block = tuple(int(b) for b in cap.block)
+    if any(tuple(s.block) == block for s in inferred):
+        return []
+    want_grid = tuple(int(g) for g in cap.grid)
+    out, seen = [], set()
+    for s in inferred:
+        mine, theirs = s.kernel_params, cap.kernel_params
+        if len(mine) != len(theirs):
+            continue
+        over = {a.name: b.value for a, b in zip(mine, theirs) if isinstance(a, Scalar) and isinstance(b, Scalar)}
+        try:
+            if tuple(s.resolved(over).grid) != want_grid:
+                continue
+        except Exception:  # noqa: BLE001 - a formula that does not evaluate there is not this family
+            continue
+        moved = replace(s, block=block, shared_bytes=int(cap.shared_bytes))
+        key = json.dumps(moved.to_dict(), sort_keys=True, default=str)
+        if key not in seen:
+            seen.add(key)
+            out.append(moved)
     return out
 
 
