@@ -206,8 +206,9 @@ def _built_in(candidate: Candidate) -> bool:
     if (candidate.provenance or {}).get("proposer", "rules") != "rules":
         return False
     passes = registry()
-    return all(st.pass_name in passes and passes[st.pass_name].source == "builtin"
-               and st.pass_name not in UNTRUSTED_PASSES for st in candidate.plan)
+    return bool(candidate.plan) and all(
+        st.pass_name in passes and passes[st.pass_name].source.startswith("superopt.passes.")
+        and st.pass_name not in UNTRUSTED_PASSES for st in candidate.plan)
 
 
 def _first_error(log: str) -> str:

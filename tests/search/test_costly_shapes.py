@@ -113,25 +113,30 @@ def test_the_kept_candidate_was_checked_at_every_shape(test_passes):  # noqa: F8
     assert ("verify", spec_key(big)) in judge.calls
 
 
-def test_a_built_in_pass_with_only_costly_shapes_is_timed_first(test_passes):  # noqa: F811
+def built_in_candidate() -> Candidate:
+    """A candidate of a pass shipped with nvcc-plus (cache-hints: the read-only loads of vadd
+    through the non-coherent path)."""
+    from superopt.search.candidates import make_candidate
+    cand = make_candidate(ptx_ir.parse(VADD), "vadd", [Step("cache-hints", {"mode": "nc"})])
+    assert cand is not None and "ld.global.nc" in cand.ptx
+    return cand
+
+
+def test_a_built_in_pass_with_only_costly_shapes_is_timed_first():
     """Nothing cheaper to check first, and the candidate comes from a built-in pass: it is
     timed first, and checked only when faster (a wrong faster one is still rejected)."""
-    from superopt.passes import registry
+    from superopt.search.loop import _built_in, _late_check
     big = big_spec()
-    registry()["test-nc-loads"].source = "builtin"       # as if shipped with nvcc-plus
-    try:
-        slow = SizeJudge(speedup=0.97, wrong_at=spec_key(big))
-        entry = evaluate(candidate(), VADD, [big], slow, "sm_90")
-        assert entry["fate"] == "not-faster" and slow.calls == [("time", spec_key(big))]
-        assert entry["launch_shapes_unchecked"] == 1 and "launch_shapes_checked" not in entry
-        fast = SizeJudge(speedup=1.3, wrong_at=spec_key(big))
-        entry = evaluate(candidate(), VADD, [big], fast, "sm_90")
-        assert entry["fate"] == "faster" and fast.calls == [("time", spec_key(big))]
-        from superopt.search.loop import _late_check
-        assert not _late_check(fast, VADD, candidate(), [big], entry)
-        assert entry["fate"] == "rejected-check" and fast.calls[-1] == ("verify", spec_key(big))
-    finally:
-        registry()["test-nc-loads"].source = "tests/model"
+    assert _built_in(built_in_candidate())
+    slow = SizeJudge(speedup=0.97, wrong_at=spec_key(big))
+    entry = evaluate(built_in_candidate(), VADD, [big], slow, "sm_90")
+    assert entry["fate"] == "not-faster" and slow.calls == [("time", spec_key(big))]
+    assert entry["launch_shapes_unchecked"] == 1 and "launch_shapes_checked" not in entry
+    fast = SizeJudge(speedup=1.3, wrong_at=spec_key(big))
+    entry = evaluate(built_in_candidate(), VADD, [big], fast, "sm_90")
+    assert entry["fate"] == "faster" and fast.calls == [("time", spec_key(big))]
+    assert not _late_check(fast, VADD, built_in_candidate(), [big], entry)
+    assert entry["fate"] == "rejected-check" and fast.calls[-1] == ("verify", spec_key(big))
 
 
 def test_a_model_rewrite_with_only_costly_shapes_is_checked_before_timing():
@@ -147,6 +152,8 @@ def test_a_model_rewrite_with_only_costly_shapes_is_checked_before_timing():
 
 
 def test_a_user_pass_file_with_only_costly_shapes_is_checked_before_timing(test_passes):  # noqa: F811
+    from superopt.search.loop import _built_in
+    assert not _built_in(candidate())
     big = big_spec()
     judge = SizeJudge(speedup=0.97, wrong_at=spec_key(big))
     entry = evaluate(candidate(), VADD, [big], judge, "sm_90")   # test-nc-loads: source "tests/model"
