@@ -55,7 +55,10 @@ array qualifies)
       register) might reach the array unseen, so the pass does not fire in that function.
     * Access widths are powers of two ``<= 16`` dividing ``CHUNK`` (else the array is
       refused); ``PAD = max(4, widest access)``.
-    * The function's kernel-local static shared memory stays within 48 KiB.
+    * The function's kernel-local static shared memory stays within 48 KiB, and the function
+      reaches no shared memory but its own fixed arrays (no ``extern``/dynamic or module-scope
+      shared memory): the launch's dynamic size is not in the PTX, and static + dynamic must
+      fit the device's limit, so a grown static part could make a launch fail.
     As everywhere in ptx_ir, in-bounds accesses are assumed (an access outside ``S`` is
     undefined behaviour in the source, and the offset ``addr - S`` is taken to lie in
     ``[0, N)``).
@@ -328,6 +331,14 @@ def analyse(fn, *, chunk: int = 128) -> tuple[dict, list[str]]:
             defs = an.du.definitions(inst, base.name)
             if not defs or any(d == ENTRY or id(d) not in derived_any for d in defs):
                 return {}, [f"{inst!r}: shared address not derived from a symbol on every path"]
+    # Shared memory reached through other symbols (extern/dynamic, module scope): the launch
+    # asks for static + dynamic bytes together, and a program that requests nearly the
+    # device's limit of dynamic shared memory would no longer launch once the static part
+    # grows; its dynamic size is not in the PTX, so such kernels are left alone.
+    others = sorted(n for n, t in taints.items() if t.accesses and n not in arrays)
+    if others:
+        return {}, [f"shared memory outside the kernel's own fixed arrays is used ({others[0]}): "
+                    f"growing the static part could make launches with large dynamic shared memory fail"]
     out = {}
     for name, decl in arrays.items():
         t = taints.get(name)

@@ -321,6 +321,13 @@ def test_dynamic_shared_memory_is_refused(kernels):
     assert apply(kernels, PASS, k, heuristic=False)[2] == []
 
 
+def test_a_static_tile_beside_dynamic_shared_memory_is_refused(kernels):
+    k = "_Z18static_and_dynamicPf"
+    assert apply(kernels, PASS, k, heuristic=False)[2] == []
+    _plan, notes = analyse(kernels.function(k))
+    assert any("outside the kernel's own fixed arrays" in n for n in notes), notes
+
+
 def _kernel(body: str, decl: str = ".shared .align 16 .b8 s[4096];") -> ptx_ir.Module:
     return ptx_ir.parse(HEADER + f"""
 .visible .entry k(.param .u64 k_param_0, .param .u32 k_param_1)

@@ -42,3 +42,15 @@ __global__ void dynamic_shared(float *out) {
   __syncthreads();
   out[threadIdx.x] = dyn[(threadIdx.x * 32) % blockDim.x];
 }
+
+// Refused: a padded-able static tile beside dynamic shared memory. The program sizes the
+// dynamic part at launch (up to the device's limit minus the static part), so growing the
+// static tile could make its launches fail.
+__global__ void static_and_dynamic(float *out) {
+  __shared__ float tile[32][32];
+  extern __shared__ float dyn2[];
+  tile[threadIdx.x % 32][threadIdx.x / 32] = threadIdx.x;
+  dyn2[threadIdx.x] = 1.0f;
+  __syncthreads();
+  out[threadIdx.x] = tile[threadIdx.x / 32][threadIdx.x % 32] + dyn2[(threadIdx.x * 32) % blockDim.x];
+}
