@@ -611,10 +611,13 @@ def _spec_choices(module, kernel, source, config, capture, options, spec_for):
 
 def _baseline_unjudgeable(kr: dict) -> str | None:
     """The reason when nvcc's own code could not be judged with the specs (every candidate
-    that reached the check was not judged), else None."""
+    that reached the check on every launch shape was not judged), else None. Candidates the
+    search left unchecked at its costly shapes (``launch_shapes_unchecked``: not kept, so never
+    checked at the captured size) say nothing about those shapes and are not counted."""
     judged = (Fate.NOT_JUDGED, Fate.REJECTED_CHECK, Fate.VERIFIED, Fate.FASTER, Fate.NOT_FASTER,
               Fate.NOT_CONFIRMED, Fate.NOT_TIMED, Fate.WINNER, Fate.ESTIMATE_WINNER)
-    fates = [c for c in kr.get("candidates", []) if c.get("fate") in judged]
+    fates = [c for c in kr.get("candidates", [])
+             if c.get("fate") in judged and not c.get("launch_shapes_unchecked")]
     if fates and all(c.get("fate") == Fate.NOT_JUDGED for c in fates):
         return fates[0].get("reason") or "not judged"
     return None

@@ -223,3 +223,37 @@ def test_without_a_capture_no_shape_is_dropped(test_passes):  # noqa: F811
                            options=SearchOptions(budget_s=60, passes=["test-nc-loads"]), judge=judge)
     assert result.winner is None
     assert {c["fate"] for c in result.record["candidates"]} == {"not-judged"}
+
+
+class BaselineUnjudgeableAt(SizeJudge):
+    """nvcc's own code is not deterministic at the launch shape ``bad`` (every verify there
+    says so), fine elsewhere; every candidate is faster."""
+
+    def __init__(self, bad):
+        super().__init__(speedup=1.3)
+        self.bad = spec_key(bad)
+
+    def verify(self, base_ptx, cand_ptx, spec, *, fresh=False):
+        if spec_key(spec) == self.bad:
+            self.calls.append(("verify", self.bad))
+            return Verdict("could_not_judge", "the baseline is not deterministic: buffer 'out' element 7", "exact", {})
+        return super().verify(base_ptx, cand_ptx, spec, fresh=fresh)
+
+
+def test_a_capture_nvcc_code_cannot_be_judged_at_sends_the_search_to_the_next_source():
+    """Built-in candidates are timed before the captured size is checked; when every one the
+    search tried to keep turns out not judgeable there (nvcc's own code), the next spec source
+    is searched, as when the check came first."""
+    from superopt.optimize import search_choices
+    from superopt.search.loop import SearchOptions
+    from superopt.specs.sources import SpecChoice
+    big, small = big_spec(), vadd_spec()
+    big.origin = "captured"
+    judge = BaselineUnjudgeableAt(bad=big)
+    choices = [SpecChoice([big], "captured"), SpecChoice([small], "inferred")]
+    kr, winner, chosen, tried = search_choices(
+        ptx_ir.parse(VADD), "vadd", choices, options=SearchOptions(budget_s=60, passes=["cache-hints"], sanitize=()),
+        deadline=None, share=None, judge=judge, target="sm_90")
+    assert chosen == 1 and winner is not None, (kr["status"], kr["reason"], tried)
+    assert tried and "specs from captured could not be judged" in tried[0]
+    assert "not deterministic" in tried[0]
