@@ -37,7 +37,10 @@ Inference
   goes first, and before it the block a shared tile implies (``t[16][17]`` stored at
   ``t[threadIdx.y][threadIdx.x]``: 16x16), which when it works is the only shape kept;
   ``.reqntid``/``.maxntid`` are obeyed; warp-level collectives keep block sizes multiples
-  of 32. A shape is dropped when the kernel then touches shared memory out
+  of 32. Before all of them come the constant blocks the .cu source launches the kernel
+  with (:mod:`superopt.specs.source_launches`: ``k<<<g, THREADS>>>`` with ``#define THREADS
+  512``); when every launch there uses one constant block and it works, it is the only
+  shape kept. A shape is dropped when the kernel then touches shared memory out
   of bounds, reads shared memory no thread of the block writes, reaches ``trap``, or
   writes no buffer at all. Dynamic shared memory is sized from what the trace touches.
 * *Proof.* Every launch that the spec allows — the spec's scalar values and the other
@@ -177,7 +180,12 @@ def infer_specs(module, kernel_name: str, *, source_text: str | None = None, con
             return _explicit(result, module, fn, infos, specs, "comment")
     # 3. inference
     try:
-        _Inferrer(module, fn, infos, names, result, max_specs, deadline_s).run()
+        inferrer = _Inferrer(module, fn, infos, names, result, max_specs, deadline_s)
+        if source_text:
+            from superopt.specs.source_launches import launch_blocks
+            inferrer.source_blocks = launch_blocks(source_text).get(
+                _short(fn.signature) if fn.signature else fn.name)
+        inferrer.run()
     except _NotVerifiable as e:
         result.specs = []
         result.reason = str(e)
@@ -433,6 +441,8 @@ class _Inferrer:
         self.spent_steps = 0
         self.cache: dict = {}
         self.grid_factor = 1.0            # shrinks fixed grids when a launch is too costly
+        # the constant blocks the .cu source launches this kernel with (source_launches)
+        self.source_blocks = None
 
     # -- top level
     def run(self):
@@ -514,6 +524,11 @@ class _Inferrer:
                 self.notes.append(f"stopped after {len(specs)} launch shape(s): {e}")
                 break
             specs.append(spec)
+            if self._only_source_shape(shape):
+                # the program launches it with this block and no other: other shapes would
+                # judge launches it never makes (and a kernel written for its block may race)
+                self.notes.append(f"block {_fmt_shape(shape)}: the block every launch in the source uses")
+                break
             if shape == self.tile_block:
                 # the block the shared tile was written for; other shapes would race on it
                 self.notes.append(f"block {_fmt_shape(shape)}: the shape its shared tile implies")
@@ -609,6 +624,8 @@ class _Inferrer:
                 cands.insert(0, (t.tile[0], 1, 1))
         if self.tile_block:
             cands.insert(0, self.tile_block)
+        for b in reversed(self._source_shapes()):
+            cands.insert(0, b)
         out = []
         for s in cands:
             if t.maxntid and math.prod(s) > t.maxntid:
@@ -621,6 +638,19 @@ class _Inferrer:
             n = t.maxntid
             out = [(n, 1, 1)] if dims == 1 else [(min(n, 32), max(1, n // 32), 1)]
         return out
+
+    def _source_shapes(self) -> list[tuple]:
+        """The blocks the source launches the kernel with, those the kernel's indexing can
+        use (no extent in a dimension it never reads)."""
+        if not self.source_blocks:
+            return []
+        dims = self.traits.block_dims
+        return [b for b in self.source_blocks.blocks if all(x == 1 for x in b[dims:])]
+
+    def _only_source_shape(self, shape) -> bool:
+        """Every launch of the kernel in the source uses this one constant block."""
+        sb = self.source_blocks
+        return bool(sb) and sb.all_constant and sb.blocks == (shape,)
 
     def _grid_exprs(self, shape) -> list:
         out = []
