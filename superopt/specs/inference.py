@@ -31,7 +31,9 @@ Inference
 * *Grid.* From the guards ``index(blockIdx.d) < bound`` (:func:`superopt.specs.facts.grid_bounds`):
   ``grid.d = cdiv(bound, extent per block)``, so the last block is partial; grid-stride
   loops get a quarter of that, so that threads loop. Unbounded grid dimensions get a
-  small constant (shrunk if the launch is too costly).
+  small constant (shrunk if the launch is too costly); so do dimensions bounded by a
+  compile-time constant (``i < NX`` with ``#define NX 256``) when the full launch is too
+  costly to trace: the grid then covers the low corner of the domain.
 * *Block shapes.* 1-D: 256, 96, 1024 (and others if those do not fit); 2-D: 32x8, 16x16,
   32x4; 3-D: 8x8x4, 32x4x2, 16x4x4; a tile written as a constant (``blockIdx.x * 32``)
   goes first, and before it the block a shared tile implies (``t[16][17]`` stored at
@@ -669,6 +671,12 @@ class _Inferrer:
                 if re.fullmatch(r"\d+", e) and int(e) <= 2:
                     continue                                   # a lower bound (x > 0)
                 ext *= 4 if gs else 1
+                if re.fullmatch(r"\d+", e) and self.grid_factor < 1:
+                    # a bound fixed at compile time (#define NX 256): no size to shrink, so a
+                    # launch too costly to analyse covers the low corner of the domain (the
+                    # kernel's own guard keeps every thread of a partial grid in bounds)
+                    exprs.append(str(max(1, int(-(-int(e) // ext) * self.grid_factor))))
+                    continue
                 exprs.append(f"cdiv({e}, {ext})" if ext != 1 else e)
             exprs = sorted(set(exprs))
             if not exprs:

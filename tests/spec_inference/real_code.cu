@@ -135,3 +135,23 @@ __global__ void very_long(const float* x, float* y, int n) {
   for (int k = 0; k < 100000000; ++k) s = s * 0.999f + x[(i + k) % n];
   y[i] = s;
 }
+
+// A 3-D 7-point stencil whose sizes are #defines (bench/programs/heat3d): no size parameter
+// to shrink, and the full launch (256^3 threads) is too costly to trace, so inference judges
+// the low corner of the domain (a partial grid; the kernel's guard keeps it in bounds).
+#define SNX 256
+#define SNY 256
+#define SNZ 256
+__global__ void stencil_fixed(const float *__restrict__ u, float *__restrict__ unew, float c0, float c1) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  int j = blockIdx.y * blockDim.y + threadIdx.y;
+  int k = blockIdx.z * blockDim.z + threadIdx.z;
+  if (i >= SNX || j >= SNY || k >= SNZ) return;
+  size_t c = (size_t)k * SNX * SNY + (size_t)j * SNX + i;
+  if (i == 0 || j == 0 || k == 0 || i == SNX - 1 || j == SNY - 1 || k == SNZ - 1) {
+    unew[c] = u[c];
+    return;
+  }
+  unew[c] = c0 * u[c] + c1 * (u[c - 1] + u[c + 1] + u[c - SNX] + u[c + SNX] +
+                              u[c - (size_t)SNX * SNY] + u[c + (size_t)SNX * SNY]);
+}
