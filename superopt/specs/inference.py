@@ -19,9 +19,13 @@ Inference
   of 1, 2, 4 or 8 bytes becomes an integer scalar of that size holding its fields (floats
   1.5, 0.75, ...; integers 3; an empty functor 0); an 8-byte struct that is only a pointer
   (``thrust::device_ptr``, an iterator) a buffer. Other structs are traced the same way
-  (their raw bytes, pointers inside them never dereferenced: an access through one is not
-  verifiable) and become ``bytes`` params holding the bytes they were traced with (a capture
-  gives the program's own bytes, pointer fields included).
+  (their raw bytes) and become ``bytes`` params holding the bytes they were traced with (a
+  capture gives the program's own bytes, pointer fields included). An 8-byte field the kernel
+  accesses memory through is a *virtual pointer param* (:mod:`superopt.specs.virtual_pointers`):
+  an ``embedded`` buffer the ``bytes`` param's ``pointers`` name, bounded and fitted like a
+  pointer param; the 32-bit integer fields of such a struct get the fixed primes
+  ``STRUCT_SIZES`` (the bytes do not vary between launches, so lengths through them are
+  constants).
 * *Scalars.* Integer scalars that bound thread indices, loops or addresses are *sizes*:
   they get distinct primes (never multiples of a block size). Their scale doubles from 24
   while the traced launch stays cheap to check (at most ~1.3e5 threads, 16 MB of buffers,
@@ -72,6 +76,7 @@ from superopt.specs.comments import directive_spec, find_directives, find_kernel
 from superopt.specs.facts import (ParamInfo, affine_to_expr, grid_bounds, kernel_traits,
                                  param_infos, scalar_roles, tile_block)
 from superopt.specs.trace import TraceResult, TraceTimeout, trace
+from superopt.specs.virtual_pointers import VirtualPointers
 
 __all__ = ["InferenceResult", "infer_specs", "check_spec", "explicit_specs", "INDEX_RANGE"]
 
@@ -93,6 +98,9 @@ MAX_DYNAMIC_SHARED = 48 * 1024        # without the opt-in attribute, what a lau
 SCALE_MAX = 100_000
 SIZE_FACTORS = [1.0, 0.83, 1.19, 0.71, 1.31, 0.91, 1.09, 0.77, 1.23, 0.67]
 FLOAT_VALUES = [1.5, 0.75, -2.0, 0.5, 3.0, -0.25]
+# 32-bit integer fields of a by-value struct holding pointers (rows, cols, nnz, ...): fixed
+# (the bytes of a struct do not vary between launches), distinct primes, cheap to trace
+STRUCT_SIZES = (37, 53, 29, 41, 47, 31)
 DEFAULT_GRID = (13, 5, 3)
 SHAPES = {
     1: [(256, 1, 1), (96, 1, 1), (1024, 1, 1), (128, 1, 1), (64, 1, 1), (32, 1, 1), (512, 1, 1)],
@@ -362,8 +370,8 @@ def _fits(spec: LaunchSpec, infos: list[ParamInfo]) -> str | None:
 
 def check_spec(module, fn, spec: LaunchSpec, *, max_threads: int = 1 << 20) -> list[str]:
     """Trace ``spec`` (its values and listed variants) and say where its buffers are too
-    small or the launch cannot be bounded; [] when it covers everything it was traced for."""
-    infos = param_infos(fn)
+    small or the launch cannot be bounded; [] when it covers everything it was traced for.
+    A bytes param is traced with its bytes, its pointer fields as the embedded buffers."""
     notes = []
     variants = [{}]
     explicit = {s.name: s.values for s in spec.scalars if s.values}
@@ -379,14 +387,19 @@ def check_spec(module, fn, spec: LaunchSpec, *, max_threads: int = 1 << 20) -> l
         if threads > max_threads:
             notes.append(f"launch {rs.grid}x{rs.block} too large to trace; buffer lengths not checked")
             continue
-        if any(isinstance(p, Bytes) for p in rs.params):
-            notes.append("a struct passed by value (bytes) is not traced: buffer lengths not checked "
-                         "before the run (the check's guard zones still see accesses outside them)")
-            break
+        # tracer indices: the kernel's params in order, then the embedded buffers (virtual
+        # pointer params, reached through the pointer fields of bytes params)
+        ordered = rs.kernel_params + [p for p in rs.params if isinstance(p, Buffer) and p.embedded]
+        at = {p.name: i for i, p in enumerate(ordered)}
         kinds, ranges = {}, {}
-        for i, (p, info) in enumerate(zip(rs.params, infos)):
+        for i, p in enumerate(ordered):
+            if isinstance(p, Bytes):
+                value = int.from_bytes(p.raw, "little")
+                ptrs = {off: at[b] for off, b in p.pointers.items()}
+                kinds[i] = ("bytes", value, ptrs) if ptrs else ("bytes", value)
+                continue
             if isinstance(p, Buffer):
-                kinds[i] = ("ptr",)
+                kinds[i] = ("ptr", p.name) if p.embedded else ("ptr",)
                 if p.distribution.startswith("index:"):
                     env = rs.scalar_values()
                     lo, _, hi = p.distribution[6:].partition("..")
@@ -403,7 +416,7 @@ def check_spec(module, fn, spec: LaunchSpec, *, max_threads: int = 1 << 20) -> l
         for prob in r.problems + r.shape_problems:
             notes.append(f"launch ({label}): {prob}")
         for i, acc in r.buffers.items():
-            p = rs.params[i]
+            p = ordered[i]
             if acc.end is None:
                 continue
             if acc.lo < 0:
@@ -452,14 +465,15 @@ class _Inferrer:
         # By-value structs of other sizes are traced as raw bytes like the small ones; the
         # specs found are reported as pending (the spec format has no field for them yet).
         self.big_structs = [p for p in infos if p.kind == "struct" and p.size not in (1, 2, 4, 8)]
-        if not any(p.kind == "ptr" for p in infos):
+        # pointer fields of by-value structs: virtual pointer params (superopt.specs.virtual_pointers)
+        self.virtual = VirtualPointers(infos, self.names)
+        self.virtual.seed(fn)
+        if not any(p.kind == "ptr" for p in infos) and not self.virtual:
             held = [p for p in infos if p.kind == "struct" and p.loaded and p.size >= 8
                     and (not p.fields or any(t in (".u64", ".b64", ".s64") for _, t in p.fields))]
-            if held:
-                raise _NotVerifiable(
-                    f"it has no pointer parameters; any it writes through are held in by-value struct "
-                    f"parameter {held[0].index} ({held[0].size} bytes): pointers inside structs are not modelled")
-            raise _NotVerifiable("it has no pointer parameters: there is no output a check could compare")
+            if not held:
+                raise _NotVerifiable("it has no pointer parameters: there is no output a check could compare")
+            # the trace may still find accesses through its fields (struct_pointers)
         self.bounds = grid_bounds(fn)
         self.traits = kernel_traits(fn, self.module, self.bounds)
         self.tile_block = tile_block(fn, self.module) if self.traits.block_dims >= 2 else None
@@ -499,6 +513,8 @@ class _Inferrer:
         """Structs of more than 8 bytes are given as the bytes they were traced with (a
         ``bytes`` param): the check passes them as they are, like a pinned scalar."""
         for p in self.big_structs:
+            if self.virtual.of_struct(p.index):
+                continue                  # its note (_struct_note) says how it is given
             self.notes.append(f"parameter {p.index} ({self.names[p.index]}) is a {p.size}-byte struct passed by "
                               f"value: given as the bytes it was traced with ({self.struct_values[p.index]:#x}, "
                               "little-endian); the check does not vary them (a capture gives the program's own)")
@@ -551,7 +567,10 @@ class _Inferrer:
         self.struct_values = {}
         for p in self.infos:
             if p.kind == "struct":
-                self.struct_values[p.index] = _struct_bytes(p)
+                # a struct that holds pointers (a params struct: pointers + sizes) gets 32-bit
+                # integer fields big enough for loops to run and lengths to mean something
+                ints = STRUCT_SIZES if self.virtual.of_struct(p.index) else (3,)
+                self.struct_values[p.index] = _struct_bytes(p, ints)
         nfloat = 0
         for p in self.infos:
             if p.kind == "float":
@@ -703,21 +722,28 @@ class _Inferrer:
             elif p.kind == "float":
                 k[p.index] = ("float", vals[p.index]) if self.exact_floats else ("float",)
             elif p.kind == "struct":
-                k[p.index] = ("bytes", vals[p.index])
+                ptrs = self.virtual.of_struct(p.index)
+                k[p.index] = ("bytes", vals[p.index], ptrs) if ptrs else ("bytes", vals[p.index])
             else:
                 k[p.index] = ("int", vals[p.index])
+        for v in self.virtual:
+            k[v.index] = ("ptr", v.name)
         return k
+
+    def _name(self, k: int) -> str:
+        """The spec name of a param, virtual pointers (struct fields) included."""
+        return self.virtual[k].name if k in self.virtual else self.names[k]
 
     def _trace(self, shape, vals, shared, lane_budget=None) -> TraceResult:
         """Trace one launch; data-dependent unbounded indices get index distributions."""
-        key = (shape, tuple(sorted(vals.items())), shared, tuple(sorted(self.dists.items())))
+        key = (shape, tuple(sorted(vals.items())), shared, tuple(sorted(self.dists.items())), self.virtual.key())
         if key in self.cache:
             return self.cache[key]
         exprs = self._grid_exprs(shape)
         grid = self._grid(exprs, vals)
         if grid[1] > 65535 or grid[2] > 65535:
             raise _TooBig(f"grid {grid} exceeds the y/z limits")
-        for _round in range(4):
+        for _round in range(4 + 2 * len(self.infos)):
             ranges = {i: r for i, r in self.dists.items()}
             now = self._time()
             if self.deadline is not None and now > self.deadline:
@@ -729,18 +755,22 @@ class _Inferrer:
                       deadline=now + TRACE_BUDGET, max_lane_steps=lane_budget, hard_deadline=self.deadline)
             self.spent_lanes += r.lane_steps
             self.spent_steps += r.steps
+            if r.problems and [f for f in sorted(r.struct_pointers) if self.virtual.add(*f)]:
+                continue                      # an access through a struct's pointer field: model it
             fixable = [k for k in r.index_sources if k not in self.dists]
             if r.problems and fixable:
                 for k in fixable:
-                    info = self.infos[k]
-                    et = elem_type(info.elem or "s32")
+                    if k in self.virtual:
+                        et = elem_type(_elem_from_trace([r.buffers[k]]) if k in r.buffers else "s32")
+                    else:
+                        et = elem_type(self.infos[k].elem or "s32")
                     if et.is_float:
                         raise _NotVerifiable(f"parameter {k} holds float values used as indices with no bounds check")
                     if et.size == 1 and et.kind == "int":
                         raise _NotVerifiable(f"parameter {k} holds indices with no bounds check")
                     self.dists[k] = (0, INDEX_RANGE - 1)
                     self.notes.append(
-                        f"{self.names[k]} holds indices used with no bounds check "
+                        f"{self._name(k)} holds indices used with no bounds check "
                         f"({r.index_sources[k].split(' ')[0]}): its values are drawn from index:0..{INDEX_RANGE}")
                 continue
             break
@@ -753,7 +783,8 @@ class _Inferrer:
             raise _NotVerifiable(msg)
         if r.needs_multiple > 1:
             raise _NeedMultiple(r.needs_multiple, r.multiple_reason)
-        self.cache[(shape, tuple(sorted(vals.items())), shared, tuple(sorted(self.dists.items())))] = r
+        self.cache[(shape, tuple(sorted(vals.items())), shared, tuple(sorted(self.dists.items())),
+                    self.virtual.key())] = r
         return r
 
     def _cost_ok(self, r: TraceResult, bytes_: int) -> bool:
@@ -915,8 +946,16 @@ class _Inferrer:
         else:
             desc = ", ".join(f"+{o} {t[1:]}" for o, t in p.fields)
             as_ = (f"the {p.scalar_type}" if p.size in (1, 2, 4, 8) else f"its {p.size} raw bytes")
+            ptrs = self.virtual.of_struct(p.index)
+            if ptrs:
+                ints = ", ".join(map(str, STRUCT_SIZES[:3]))
+                held = ", ".join(f"+{o} -> {self.virtual[j].name}" for o, j in sorted(ptrs.items()))
+                as_ = f"its {p.size} raw bytes"
+                what = f"floats 1.5, 0.75, ...; 32-bit integers {ints}, ...; pointer fields: embedded buffers {held}"
+            else:
+                what = "floats 1.5, 0.75, ...; integers 3"
             note = (f"{name} is a {p.size}-byte struct passed by value ({desc}): passed as "
-                    f"{as_} {value:#x} (floats 1.5, 0.75, ...; integers 3)")
+                    f"{as_} {value:#x} ({what})")
         if note not in self.notes:
             self.notes.append(note)
 
@@ -934,38 +973,21 @@ class _Inferrer:
         divisors = [self.names[p.index] for p in self.infos
                     if p.kind == "int" and "divisor" in self.roles.get(p.index, set())]
         params = []
-        any_written = False
+        fit = lambda need: _fit_length(list(zip(envs, need)), size_names, grid_terms, divisors)
         for p in self.infos:
             name = self.names[p.index]
             if p.kind == "ptr":
-                accs = [r.buffers[p.index] for r in results]
-                etype = p.elem or _elem_from_trace(accs)
-                esize = elem_type(etype).size
-                need = []
-                for a in accs:
-                    if a.end is None:
-                        need.append(0)
-                        continue
-                    if a.lo < 0:
-                        raise _NotVerifiable(
-                            f"parameter {p.index} ({name}) is accessed {-a.lo} bytes before its start")
-                    need.append(-(-a.end // esize))
-                read = any(a.read for a in accs)
-                written = any(a.written for a in accs)
-                atomic = any(a.atomic for a in accs)
-                any_written |= written
-                direction = "inout" if (read and written) or atomic else ("out" if written else "in")
-                length = _fit_length(list(zip(envs, need)), size_names, grid_terms, divisors)
-                dist = "auto"
-                if p.index in self.dists:
-                    if written or atomic:
-                        raise _NotVerifiable(
-                            f"parameter {p.index} ({name}) holds indices used with no bounds check and the "
-                            "kernel also writes it, so the values it reads back have no bound")
-                    lo, hi = self.dists[p.index]
-                    dist = f"index:{lo}..{hi + 1}"
-                params.append(Buffer(name=name, type=etype, length_expr=length, direction=direction,
-                                     distribution=dist))
+                params.append(self._buffer(p.index, name, p.elem, results, fit))
+            elif p.kind == "struct" and self.virtual.of_struct(p.index):
+                # pointer fields name embedded buffers (appended below); their bytes are
+                # zero here, the checker writes each buffer's address there at every launch
+                ptrs = self.virtual.of_struct(p.index)
+                raw = bytearray(int(tuples[0][p.index]).to_bytes(p.size, "little"))
+                for off in ptrs:
+                    raw[off:off + 8] = bytes(8)
+                params.append(Bytes(name=name, size=p.size, hex=raw.hex(),
+                                    pointers={off: self.virtual[j].name for off, j in ptrs.items()}))
+                self._struct_note(p, name, int.from_bytes(bytes(raw), "little"))
             elif p.kind == "float":
                 params.append(_scalar(name, p.scalar_type, tuples[0][p.index], pinned=self.exact_floats))
             elif p.kind == "struct" and p.size not in (1, 2, 4, 8):
@@ -981,7 +1003,10 @@ class _Inferrer:
                 varies = len(set(vals)) > 1
                 params.append(Scalar(name=name, type=p.scalar_type, value=vals[0],
                                      values=vals[1:] if varies else None))
-        if not any_written:
+        for v in sorted(self.virtual, key=lambda v: (v.struct, v.offset)):
+            b = self._buffer(v.index, v.name, None, results, fit)
+            params.append(replace(b, embedded=True))
+        if not any(isinstance(b, Buffer) and b.direction != "in" for b in params):
             raise _ShapeRejected(NO_WRITES)
         spec = LaunchSpec(kernel=self.fn.name, grid=exprs, block=shape, params=params,
                           shared_bytes=shared, vary_sizes=False, origin="inferred")
@@ -991,10 +1016,40 @@ class _Inferrer:
                   if self.infos[i].kind == "int" and v != tuples[0][i]}
             rs = spec.resolved(ov)
             for i, a in results[n].buffers.items():
-                b = rs.params[i]
+                b = rs.param(self._name(i))
                 if a.end is not None and b.length * b.elem.size < a.end:
                     raise AssertionError(f"internal: {b.name} length {b.length} does not cover {a.end} bytes")
         return spec
+
+
+    def _buffer(self, index: int, name: str, elem, results, fit) -> Buffer:
+        """The buffer of pointer param ``index`` (virtual ones included) from its accesses in
+        every traced launch: element type, length fitted over the launches, direction, and
+        an index distribution when its values are used as unchecked indices."""
+        accs = [r.buffers[index] for r in results]
+        etype = elem or _elem_from_trace(accs)
+        esize = elem_type(etype).size
+        need = []
+        for a in accs:
+            if a.end is None:
+                need.append(0)
+                continue
+            if a.lo < 0:
+                raise _NotVerifiable(f"parameter {index} ({name}) is accessed {-a.lo} bytes before its start")
+            need.append(-(-a.end // esize))
+        read = any(a.read for a in accs)
+        written = any(a.written for a in accs)
+        atomic = any(a.atomic for a in accs)
+        direction = "inout" if (read and written) or atomic else ("out" if written else "in")
+        dist = "auto"
+        if index in self.dists:
+            if written or atomic:
+                raise _NotVerifiable(
+                    f"parameter {index} ({name}) holds indices used with no bounds check and the "
+                    "kernel also writes it, so the values it reads back have no bound")
+            lo, hi = self.dists[index]
+            dist = f"index:{lo}..{hi + 1}"
+        return Buffer(name=name, type=etype, length_expr=fit(need), direction=direction, distribution=dist)
 
 
 def _loop_problem(msg: str) -> bool:
@@ -1013,12 +1068,13 @@ def _only_dynamic_oob(r) -> bool:
     return all("accessed at bytes" in p for p in r.shape_problems)
 
 
-def _struct_bytes(p: ParamInfo) -> int:
+def _struct_bytes(p: ParamInfo, ints: tuple = (3,)) -> int:
     """Little-endian contents for a small by-value struct: its float fields get ordinary
-    values, its integer fields 3; bytes no load reads stay 0."""
+    values, its integer fields 3 (32-bit ones the values ``ints`` in turn); bytes no load
+    reads stay 0."""
     import struct as _st
     buf = bytearray(p.size)
-    nf = 0
+    nf = ni = 0
     for off, t in p.fields:
         n = {".f32": 4, ".f64": 8, ".f16": 2, ".bf16": 2}.get(t)
         if n and off + n <= p.size:
@@ -1039,7 +1095,9 @@ def _struct_bytes(p: ParamInfo) -> int:
         except Exception:
             n = 1
         if off + n <= p.size and not any(buf[off:off + n]):
-            buf[off:off + n] = (3).to_bytes(n, "little")
+            v = ints[ni % len(ints)] if n == 4 else 3
+            ni += n == 4
+            buf[off:off + n] = v.to_bytes(n, "little")
     return int.from_bytes(bytes(buf), "little")
 
 

@@ -17,9 +17,9 @@ from superopt.cli import main
 DATA = Path(__file__).resolve().parent / "data"
 QUICKSTART = Path(__file__).resolve().parents[1] / "driver" / "data" / "quickstart" / "saxpy.cu"
 STRUCT_CU = """#include "scale.h"
-struct Big { const float* in; float a[4]; int n; };
+struct Big { const float* const* in; float a[4]; int n; };
 __global__ void weird(Big b, float* out) {
-  if (threadIdx.x < b.n) out[threadIdx.x] = b.in[threadIdx.x] * b.a[threadIdx.x % 4] * SCALE;
+  if (threadIdx.x < b.n) out[threadIdx.x] = b.in[0][threadIdx.x] * b.a[threadIdx.x % 4] * SCALE;
 }
 """
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not found")
@@ -139,7 +139,8 @@ def test_optimize_passes_nvcc_flags_and_prints_the_spec_to_add(env, monkeypatch)
     res = invoke("optimize", "--backend", "emulator", "--no-gpu", "estimate", "--budget", "2", "k.cu", "-Iinc", "-DFACTOR=3.0f", "-std=c++17")
     assert res.exit_code == 0, res.output
     assert "weird(Big, float*)" in res.output and "is not verifiable" in res.output
-    # inference does not follow the pointer inside the struct; the fix names the toml table's
+    # inference does not follow the pointer stored behind the struct's pointer field (b.in[0]);
+    # the fix names the toml table's
     # bytes param (the comment form cannot give a struct's bytes) and the capture
     text = " ".join(res.output.split())
     assert "a // nvcc-plus: comment cannot give the bytes of b, a 32-byte struct passed by value" in text
@@ -177,7 +178,7 @@ def test_try_counts_only_checked_rewrites_as_verified(env):
     corpus.mkdir()
     shutil.copy(QUICKSTART, corpus / "saxpy.cu")           # has a // nvcc-plus: spec
     (corpus / "scale.h").write_text("#define SCALE 3.0f\n")
-    (corpus / "k2.cu").write_text(STRUCT_CU)                 # inference does not follow the struct's pointer
+    (corpus / "k2.cu").write_text(STRUCT_CU)                 # nor the pointer the struct's pointer holds
     res = invoke("try", DATA / "commute_pass.py", "--on", corpus, "--backend", "emulator",
                  "--json", env / "try.json")
     assert res.exit_code == 0, res.output

@@ -33,6 +33,12 @@ __global__ void run_job(Job j) {
   if (i < j.n) j.out[i] = 2.f * j.in[i];
 }
 
+struct Table { float* const* rows; int n; };                           // pointers stored in a buffer
+__global__ void scale_table(Table t) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < t.n) t.rows[i][0] *= 2.f;
+}
+
 // ---------------------------------------------------------------- 2-D / 3-D shared tiles
 __global__ void transpose_bd(float* out, const float* in, int rows, int cols) {
   __shared__ float tile[16][17];

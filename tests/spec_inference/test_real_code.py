@@ -71,16 +71,46 @@ def test_struct_with_a_size_field_and_an_array_of_floats():
     assert isinstance(conv, Bytes) and conv.size == 44
 
 
-def test_pointer_inside_a_struct_is_never_dereferenced():
+def test_pointer_inside_a_struct_is_an_embedded_buffer():
+    # Params {int n; float a; float* x;}: x is a virtual pointer param, an embedded buffer
     r = infer("saxpy_params")
-    assert not r.verifiable and not r.specs
-    assert "pointer held in by-value struct parameter 0" in r.reason
+    assert_sound(r)
+    spec = r.specs[0]
+    p = spec.params[0]
+    assert isinstance(p, Bytes) and p.size == 16 and p.pointers == {8: "p_8"}
+    assert p.raw[0:4] == (37).to_bytes(4, "little") and p.raw[8:16] == bytes(8)   # n; the pointer field
+    x = spec.param("p_8")
+    assert x.embedded and x.type == "f32" and x.direction == "in" and str(x.length_expr) == "37"
+    y = spec.param("y")
+    assert not y.embedded and y.direction == "inout" and str(y.length_expr) == "37"
+    assert [q.name for q in spec.kernel_params] == ["p", "y"]
+    assert LaunchSpec.from_dict(spec.to_dict()) == spec
+    from superopt.judge.check import check
+    fn = BY_SHORT["saxpy_params"]
+    assert check(PTX, PTX, spec, backend="emulator", sets=2).status == "accepted"
+    at = PTX.index(f".entry {fn.name}")
+    bad = PTX[:at] + PTX[at:].replace("%f1, %f2, %f3;", "%f1, %f3, %f2;", 1)     # a*y + x
+    assert bad != PTX
+    assert check(PTX, bad, spec, backend="emulator", sets=2).status == "rejected"
 
 
 def test_kernel_whose_only_pointers_are_inside_a_struct():
+    # Job {const float* in; float* out; int n;}: both buffers embedded, found by the trace
     r = infer("run_job")
-    assert not r.verifiable
-    assert "by-value struct parameter 0 (24 bytes)" in r.reason and "not modelled" in r.reason
+    assert_sound(r)
+    spec = r.specs[0]
+    job = spec.params[0]
+    assert isinstance(job, Bytes) and job.size == 24 and job.pointers == {0: "j_0", 8: "j_8"}
+    assert [(b.name, b.direction, str(b.length_expr), b.embedded) for b in spec.buffers] == \
+        [("j_0", "in", "37", True), ("j_8", "out", "37", True)]
+    assert [q.name for q in spec.kernel_params] == ["j"]
+
+
+def test_pointer_loaded_through_a_struct_pointer_stays_out_of_reach():
+    # Table {float* const* rows; int n;}: rows is modelled, the pointers stored in it are not
+    r = infer("scale_table")
+    assert not r.verifiable and not r.specs
+    assert "pointer loaded from memory" in r.reason and "t_0, a struct's pointer field" in r.reason
 
 
 # --------------------------------------------------------------------------- shared tiles

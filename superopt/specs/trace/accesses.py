@@ -61,6 +61,9 @@ class TraceResult:
     # Unbounded accesses whose unknown part comes only from loads of these params
     # (param index -> example description): an index distribution on them may fix it.
     index_sources: dict
+    # (struct param, byte offset) of fields used as addresses while traced as bytes (see
+    # AccessRecorder.struct_pointers): a retrace with them as virtual pointers may succeed.
+    struct_pointers: set = field(default_factory=set)
     shared_used: int = 0             # highest dynamic shared byte touched + 1
     lane_steps: int = 0              # sum over steps of active lanes x instructions (cost)
     steps: int = 0                   # scheduling steps (blocks executed), the other cost
@@ -135,11 +138,20 @@ class AccessRecorder:
     MAX_SPAN = 1 << 31              # an access range wider than this counts as unbounded
 
     def __init__(self, fn, params: dict, load_ranges: dict, memory: MemoryMap):
-        self.nparams = len(fn.params)
+        # Virtual pointer params (pointer fields of by-value structs, see Tracer) have
+        # indices past the kernel's own and live in the same address map.
+        self.nparams = max([len(fn.params)] + [k + 1 for k in params])
+        self.memory_params = fn.params
         self.params = params
         self.load_ranges = load_ranges
         self.buffers = {i: BufferAccess(i, p.name) for i, p in enumerate(fn.params)
                         if params.get(i, ("int",))[0] == "ptr"}
+        for k, kind in params.items():
+            if k >= len(fn.params) and kind[0] == "ptr":
+                self.buffers[k] = BufferAccess(k, kind[1] if len(kind) > 1 else f"virtual{k}")
+        # (struct param index, byte offset) of 8-byte struct fields the kernel accessed
+        # memory through while they were traced as plain bytes: virtual pointers next time.
+        self.struct_pointers: set = set()
         self.problems: list[str] = []
         self.shape_problems: list[str] = []
         self.index_sources: dict = {}
@@ -238,11 +250,14 @@ class AccessRecorder:
         data = sorted(t for t in taint if t.startswith("data:"))
         ptrs = sorted(t for t in taint if t.startswith("ptr:"))
         pidx = [int(t[5:]) for t in data if t[5:].isdigit()]
-        names = lambda idx: ", ".join(str(i) for i in idx)
+        names = lambda idx: ", ".join(self._label(i) for i in idx)
         what = {"load": "reads", "store": "writes", "atomic": "updates"}[kind]
-        structs = sorted(t[7:] for t in taint if t.startswith("struct:"))
+        # struct:k (any bytes of struct param k) or struct:k@off (its 8-byte field at off)
+        fields = {tuple(int(x) for x in t[7:].split("@")) for t in taint if t.startswith("struct:") and "@" in t[7:]}
+        structs = sorted({t[7:].split("@")[0] for t in taint if t.startswith("struct:")}, key=int)
         if not ptrs and not any(t.startswith("sym:") for t in taint):
             if structs:
+                self.struct_pointers |= fields
                 raise TraceError(f"{inst.name} {what} through a pointer held in by-value struct parameter "
                                  f"{', '.join(structs)}: pointers inside structs are not modelled")
             if pidx:
@@ -265,6 +280,13 @@ class AccessRecorder:
         raise TraceError(
             f"{inst.name} {what} parameter {names(int(p[4:]) for p in ptrs) or '?'} at an offset that has no bound "
             f"(it depends on {why})")
+
+    def _label(self, k: int) -> str:
+        """A param index as messages give it (a virtual pointer: its field's name)."""
+        kind = self.params.get(k, ("int",))
+        if k >= len(self.memory_params) and kind[0] == "ptr" and len(kind) > 1:
+            return f"{k} ({kind[1]}, a struct's pointer field)"
+        return str(k)
 
     def shared_access(self, inst, sel, lo, end, kind, nbytes, cta):
         """Record a shared access at 32-bit shared addresses [lo, end) of lanes ``sel``."""
@@ -324,6 +346,7 @@ class AccessRecorder:
     def result(self, *, lane_steps: int, steps: int, threads: int) -> TraceResult:
         return TraceResult(buffers=self.buffers, problems=self.problems,
                            shape_problems=self.shape_problems, index_sources=self.index_sources,
+                           struct_pointers=self.struct_pointers,
                            shared_used=self.dyn_used, lane_steps=lane_steps, steps=steps,
                            needs_multiple=self.needs_multiple, multiple_reason=self.multiple_reason,
                            threads=threads)

@@ -805,13 +805,27 @@ class LaneSemantics:
             if kind[0] == "ptr" and off == 0:
                 v = np.full(sel.size, (k + 1) * PARAM_STRIDE, I64)
                 self.dom.put(dreg.name, sel, v, v, frozenset({f"ptr:{k}"}), maybe)
+            elif kind[0] == "bytes" and t in INT_TYPES and off in (kind[2] if len(kind) > 2 else {}) \
+                    and _width_of_type(t) == 64 and w == 64:
+                # a pointer field modelled as a virtual pointer param (index kind[2][off])
+                j = kind[2][off]
+                v = np.full(sel.size, (j + 1) * PARAM_STRIDE, I64)
+                self.dom.put(dreg.name, sel, v, v, frozenset({f"ptr:{j}"}), maybe)
+            elif kind[0] == "bytes" and len(kind) > 2 and any(
+                    o < off + (type_size(t) if t else 4) and off < o + 8 for o in kind[2]):
+                # part of a pointer field, or not as a 64-bit integer: an address's bits,
+                # which no traced value stands for
+                self.dom.put_top(dreg.name, sel, w, frozenset({f"struct:{k}"}), maybe)
             elif kind[0] == "bytes" and t in INT_TYPES:          # a struct of any size: its raw bytes
                 tw = _width_of_type(t)
                 raw = (int(kind[1]) >> (8 * off)) & ((1 << tw) - 1)
                 if t[1] == "s" and raw >= 1 << (tw - 1):
                     raw -= 1 << tw
                 v = np.full(sel.size, _const(raw, w), I64)
-                self.dom.put(dreg.name, sel, v, v, frozenset({f"struct:{k}"}), maybe)
+                # an aligned 8-byte field may be a pointer: name it, so that an access
+                # through it says which field to model as a pointer
+                tag = f"struct:{k}@{off}" if tw == 64 and off % 8 == 0 else f"struct:{k}"
+                self.dom.put(dreg.name, sel, v, v, frozenset({tag}), maybe)
             elif kind[0] == "int" and off == 0 and t in INT_TYPES:
                 tw = _width_of_type(t)
                 val = int(kind[1])

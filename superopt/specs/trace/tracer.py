@@ -74,7 +74,10 @@ class Tracer:
                  load_ranges: dict | None = None, deadline: float | None = None,
                  hard_deadline: float | None = None):
         """``params``: param index -> ("ptr",) | ("int", value) | ("float",) | ("struct",) |
-        ("bytes", value) (a small by-value struct given as the little-endian integer ``value``).
+        ("bytes", value) (a small by-value struct given as the little-endian integer ``value``)
+        | ("bytes", value, {offset: j}) (its 8-byte fields at those offsets are pointers: an
+        ld.param of one gives the base of *virtual* pointer param j, an index past the kernel's
+        params with kind ("ptr", name), recorded like any pointer param).
         ``load_ranges``: param index -> (lo, hi) for values loaded from that buffer.
         ``deadline``: a ``time.monotonic()`` value after which the trace ends with a problem
         (a budget, like the step limits); ``hard_deadline``: one after which it raises
