@@ -462,8 +462,8 @@ class _Inferrer:
     # -- top level
     def run(self):
         fn, infos = self.fn, self.infos
-        # By-value structs of other sizes are traced as raw bytes like the small ones; the
-        # specs found are reported as pending (the spec format has no field for them yet).
+        # By-value structs of other sizes are traced as raw bytes like the small ones and
+        # given as bytes params (_note_big_structs).
         self.big_structs = [p for p in infos if p.kind == "struct" and p.size not in (1, 2, 4, 8)]
         # pointer fields of by-value structs: virtual pointer params (superopt.specs.virtual_pointers)
         self.virtual = VirtualPointers(infos, self.names)

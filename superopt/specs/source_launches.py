@@ -10,8 +10,8 @@ translation unit nvcc-plus compiles often says which block it launches with::
 
     constexpr int TILE = 16;  dim3 block(TILE, TILE);  sgemm<<<grid, block>>>(...);
 
-This module reads those launches from the source text (comments stripped, no preprocessor
-run): object-like ``#define``s, ``const``/``constexpr`` integer variables and ``dim3``
+This module reads those launches from the source text (comments and string literals blanked
+as :mod:`superopt.specs.comments` does, no preprocessor run): object-like ``#define``s, ``const``/``constexpr`` integer variables and ``dim3``
 variables declared with constant arguments are resolved, C integer arithmetic is evaluated;
 anything else (a block computed at run time, a macro with parameters, a name defined twice
 with different values) is not a constant and is left to inference. A block found here is
@@ -24,6 +24,8 @@ import ast
 import functools
 import re
 from dataclasses import dataclass
+
+from superopt.specs.comments import _strip_comments
 
 __all__ = ["SourceBlocks", "launch_blocks"]
 
@@ -45,11 +47,6 @@ class SourceBlocks:
     ``all_constant``: every launch of it there has a constant block."""
     blocks: tuple
     all_constant: bool
-
-
-def _strip_comments(text: str) -> str:
-    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
-    return re.sub(r"//[^\n]*", "", text)
 
 
 def _split_top(text: str) -> list[str]:

@@ -76,6 +76,11 @@ def test_a_name_defined_twice_differently_is_not_a_constant():
     assert launch_blocks(src) == {}
 
 
+def test_comment_markers_inside_string_literals_hide_no_launch():
+    src = 'void f() { printf("see http://x/*"); k<<<1, 64>>>(x); } // k<<<1, 32>>>(x);'
+    assert launch_blocks(src) == {"k": SourceBlocks(((64, 1, 1),), True)}
+
+
 def test_impossible_blocks_are_dropped():
     src = "#define BIG 2048\nvoid f() { k<<<1, BIG>>>(x); z<<<1, 0>>>(x); }"
     assert launch_blocks(src) == {}
