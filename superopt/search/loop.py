@@ -244,9 +244,10 @@ def search_kernel(module: ptx_ir.Module, kernel: str, specs: list | None, *, tar
     record["backend"] = judge.backend
     record["policy"] = judge.policy
     specs, dropped = _screen_extra_shapes(judge, baseline_ptx, specs)
-    if dropped:
+    specs, scaled = _with_timing_shape(judge, baseline_ptx, specs)
+    if dropped or scaled:
         record["spec"] = [s.to_dict() if hasattr(s, "to_dict") else s for s in specs]
-        record["notes"] = list(record.get("notes") or []) + dropped
+        record["notes"] = list(record.get("notes") or []) + dropped + scaled
 
     state = _Search(module, kernel, specs, target, options, judge, baseline_ptx, record, started)
     if base_static.cubin:
@@ -285,6 +286,29 @@ def _screen_extra_shapes(judge: Judge, baseline_ptx: str, specs: list) -> tuple[
             notes.append(f"an inferred launch shape (grid {list(one.grid)}, block {list(one.block)}) was "
                          f"dropped: nvcc's own code cannot be judged with it ({v.reason})")
     return kept, notes
+
+
+def _with_timing_shape(judge: Judge, baseline_ptx: str, specs: list) -> tuple[list, list[str]]:
+    """Inferred shapes only (no capture, no spec a person wrote): put a scaled-up copy of the
+    first one in front, the shape candidates are timed at (:mod:`superopt.specs.scaled`),
+    when nvcc's own code can be judged there. It counts as costly, so candidates are checked
+    on the proven small shapes and only the one to keep is checked at it. Returns (specs, notes)."""
+    if not specs or not judge.can_time or any(getattr(s, "origin", None) != "inferred" for s in specs):
+        return specs, []
+    if _split_by_cost(specs)[1]:
+        return specs, []
+    from superopt.specs.scaled import timing_shape
+    big = timing_shape(specs[0])
+    if big is None or not _split_by_cost([big])[1]:
+        return specs, []
+    sizes = ", ".join(f"{p.name}={p.value}" for p in big.scalars if p.name in big.size_params())
+    v = judge.verify(baseline_ptx, baseline_ptx, big)
+    if v.status != "accepted":
+        return specs, [f"no timing at scaled-up sizes ({sizes}): nvcc's own code cannot be judged there "
+                       f"({v.reason}); timed at the inferred sizes"]
+    mb = (_check_bytes(big) or 0) / 1e6
+    return [big] + specs, [f"timed at the inferred launch scaled up ({sizes}; {mb:.0f} MB of buffers): "
+                           f"the program's real sizes are unknown without a capture (superopt capture)"]
 
 
 class _Search:
