@@ -24,12 +24,12 @@ from superopt.specs.launch_spec import LaunchSpec, Scalar, SpecError
 
 __all__ = ["timing_shape", "TARGET_BYTES", "TARGET_THREADS"]
 
-TARGET_BYTES = 96 << 20          # buffers of one launch: well past the 60 MB L2 of an H100/H200
-TARGET_THREADS = 1 << 21         # ~8 waves of 2048 threads on 132 SMs
+TARGET_BYTES = 64 << 20          # buffers of one launch: past the 50-60 MB L2 of an H100/H200
+TARGET_THREADS = 1 << 20         # ~4 waves of 2048 threads on 132 SMs
 MIN_THREADS = 1 << 18            # about one full wave: a launch of a few blocks (a grid that is
                                  # not a formula of the sizes) stays latency-bound however long
                                  # its rows, and timing there says little about the program
-MAX_BYTES = 512 << 20            # never more, whatever the threads
+MAX_BYTES = 256 << 20           # never more, whatever the threads (each check copies it per input set)
 MAX_FACTOR = 1 << 12
 MAX_BUFFER_BYTES = (1 << 31) - 1  # 32-bit byte offsets (int indices times the element size) stay exact
 INT_LIMITS = {1: 1 << 7, 2: 1 << 15, 4: 1 << 31, 8: 1 << 63}
