@@ -7,6 +7,7 @@ from contextlib import ExitStack, contextmanager
 
 from superopt.judge.cache import spec_key, text_digest
 from superopt.judge.protocol import Judge
+from superopt.specs.scaled import SCALED_SUFFIX
 
 
 CAPTURED_SETS = 3
@@ -99,10 +100,12 @@ class BackendJudge(Judge):
 
     def _verify(self, base_ptx: str, cand_ptx: str, spec, *, fresh: bool):
         from superopt.judge.check import BaselineRuns, check, run_baseline
-        # A captured spec is the program's real size: its sizes are fixed, and variation comes
-        # from the smaller shapes checked beside it, so fewer sets of it suffice.
-        sets = min(self.check_sets, CAPTURED_SETS) if getattr(spec, "origin", None) == "captured" \
-            else self.check_sets
+        # A captured spec is the program's real size (an inferred one scaled up for timing, a
+        # stand-in for it): its sizes are fixed, and variation comes from the smaller shapes
+        # checked beside it, so fewer sets of it suffice.
+        origin = getattr(spec, "origin", None) or ""
+        sets = min(self.check_sets, CAPTURED_SETS) \
+            if origin == "captured" or origin.endswith(SCALED_SUFFIX) else self.check_sets
         if fresh:
             return check(base_ptx, cand_ptx, spec, backend=self.backend, policy=self.policy, sets=sets)
         key = (text_digest(base_ptx), spec_key(spec))

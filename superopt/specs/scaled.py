@@ -22,7 +22,9 @@ from dataclasses import replace
 
 from superopt.specs.launch_spec import LaunchSpec, Scalar, SpecError
 
-__all__ = ["timing_shape", "TARGET_BYTES", "TARGET_THREADS"]
+__all__ = ["timing_shape", "TARGET_BYTES", "TARGET_THREADS", "SCALED_SUFFIX"]
+
+SCALED_SUFFIX = ", scaled for timing"     # the end of a scaled shape's origin
 
 TARGET_BYTES = 64 << 20          # buffers of one launch: past the 50-60 MB L2 of an H100/H200
 TARGET_THREADS = 1 << 20         # ~4 waves of 2048 threads on 132 SMs
@@ -88,4 +90,4 @@ def timing_shape(spec: LaunchSpec) -> LaunchSpec | None:
         factor *= 2
     if best is None:
         return None
-    return replace(best, origin=f"{spec.origin or 'inferred'}, scaled for timing")
+    return replace(best, origin=f"{spec.origin or 'inferred'}{SCALED_SUFFIX}")

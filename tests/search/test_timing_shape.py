@@ -155,3 +155,23 @@ def test_the_whole_search_times_at_the_scaled_shape_and_checks_it_before_keeping
     assert result.winner is None and result.record["status"] == "kept-baseline"
     assert all(e["reason"].startswith("faster, but at the large launch shape: ")
                for e in result.record["candidates"])
+
+
+def test_a_scaled_shape_is_checked_on_as_few_input_sets_as_a_captured_one(monkeypatch):
+    """Its sizes are fixed (the variation is on the small shapes beside it), and each set costs
+    tens of MB of inputs: like a capture, it gets CAPTURED_SETS sets, an inferred one all."""
+    import superopt.judge.check as check_mod
+    from superopt.judge.judge import CAPTURED_SETS, BackendJudge
+    seen = []
+
+    def fake_run_baseline(base_ptx, spec, *, backend, policy, sets):
+        seen.append((spec.origin, sets))
+        return Verdict("could not judge", "stop here", "exact", {})
+
+    monkeypatch.setattr(check_mod, "run_baseline", fake_run_baseline)
+    judge = BackendJudge("emulator", check_sets=5)
+    small = inferred(vadd_spec())
+    small.params[-1] = Scalar("n", "u32", 98317)
+    for spec in (small, timing_shape(small), replace(small, origin="captured")):
+        judge.verify(VADD, VADD, spec)
+    assert seen == [("inferred", 5), ("inferred, scaled for timing", CAPTURED_SETS), ("captured", CAPTURED_SETS)]
