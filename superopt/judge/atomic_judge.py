@@ -200,6 +200,11 @@ def multiset_difference(base: Log, cand: Log, rs: LaunchSpec | None = None, a: s
 def _result(old: np.ndarray, val: np.ndarray, code: int) -> np.ndarray:
     """old + val as the atomic computes it (the emulator's semantics, checked on an H200:
     f32 flushes subnormals, round to nearest even), as bits of the type's width."""
+    with np.errstate(all="ignore"):
+        return _add(old, val, code)
+
+
+def _add(old: np.ndarray, val: np.ndarray, code: int) -> np.ndarray:
     if code == 4:
         return fp.f64_add(old.view(np.float64), val.view(np.float64)).view(np.uint64)
     if code == 3:
@@ -216,11 +221,18 @@ _NAN = {1: (0x7C00, 0x03FF), 2: (0x7F80, 0x007F), 3: (0x7F800000, 0x007FFFFF),
 
 
 def _state(bits: np.ndarray, code: int) -> np.ndarray:
-    """States compare by bits, except that every NaN is one state (all NaNs are equal)."""
+    """States compare by bits, except that every NaN is one state (all NaNs are equal) and,
+    for f32, a subnormal is its signed zero: atom.add.f32 flushes subnormal operands, so the
+    two behave the same in every later add, and the old value an atomic returns for a
+    subnormal may be either (the emulator returns it flushed)."""
     exp, man = _NAN[code]
     b = bits.astype(np.uint64)
     nan = ((b & np.uint64(exp)) == np.uint64(exp)) & ((b & np.uint64(man)) != 0)
-    return np.where(nan, np.uint64(exp | man), b)
+    out = np.where(nan, np.uint64(exp | man), b)
+    if code == 3:
+        sub = (b & np.uint64(exp)) == 0
+        out = np.where(sub & ~nan, b & np.uint64(0x80000000), out)
+    return out
 
 
 def _components(n: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -442,9 +454,10 @@ class AtomicMode:
             return "the candidate's float-atomic log could not be read"
         if not log.header_ok:
             return "the candidate's float-atomic log header was not written"
+        diff = None if log.overflow else multiset_difference(base, log, cs.spec)
         if log.count != base.count:
-            return f"the candidate makes {log.count} float atomic adds, nvcc's code {base.count}"
-        diff = multiset_difference(base, log, cs.spec)
+            return (f"the candidate makes {log.count} float atomic adds, nvcc's code {base.count}"
+                    + (f": {diff}" if diff else ""))
         if diff:
             return f"float atomic contributions differ: {diff}"
         return chain_problem(log, cs.data, cr.outputs, cs.spec)
