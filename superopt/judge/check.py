@@ -40,6 +40,12 @@ buffer. What it does, and why:
   rejected even when the poison happened to give equal outputs (``RunResult.taint``).
 * **Sizes that are whole blocks.** When no planned set gives a size parameter an exact
   multiple of block.x and of 16 (an inferred spec lists its own sizes), one set does.
+* **Float atomics by their contributions.** When nvcc's kernel has float atomic adds to
+  global memory (order-dependent sums: ``atomicAdd(double*)`` reductions), both kernels run
+  instrumented (:mod:`superopt.judge.atomic_log`) and the targets of those adds are compared
+  by the multiset of (buffer, element, added value) and each target's chain of returned old
+  values (:mod:`superopt.judge.atomic_judge`), everything else bit-exactly; evidence
+  ``atomic_log``. Still exact: the candidate can give exactly the results nvcc's code can.
 * **Exact by default.** Bit-identical outputs, with every NaN equal to every NaN. A
   tolerance (``ulp:N`` or ``rel:X`` on float buffers) is an explicit opt-in and is
   recorded in the verdict.
