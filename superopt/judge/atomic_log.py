@@ -40,8 +40,10 @@ Log layout (u64 words): ``[0]`` record counter, ``[1]`` marker ``MARKER | header
 """
 from __future__ import annotations
 
+import re
 import struct
 from dataclasses import dataclass
+from functools import lru_cache
 
 import ptx_ir
 from ptx_ir.nodes import Addr, Guard, Imm, Instruction, Label, Reg, Sink, Sym, VarDecl
@@ -154,10 +156,15 @@ def float_atomic_sites(fn) -> list[Instruction]:
     return [i for i in fn.instructions if _logged(i)]
 
 
+_FLOAT_ATOMIC_TEXT = re.compile(r"\b(?:atom|red|multimem|cp\.reduce)\.\S*?\.(?:b?f16(?:x2)?|f32|f64)\b")
+
+
+@lru_cache(maxsize=16)
 def has_float_atomics(ptx: str, kernel: str) -> bool:
     """Does ``.entry kernel`` contain float atomics to global/generic memory (or call a
-    function that does)? Cheap text test first: most kernels have no float atomic at all."""
-    if "atom" not in ptx and "red" not in ptx:
+    function that does)? Cheap text test first: most modules have no float atomic at all.
+    Cached: a search asks about one baseline for every candidate."""
+    if not _FLOAT_ATOMIC_TEXT.search(ptx):
         return False
     try:
         module = ptx_ir.parse(ptx, fragment=True)
