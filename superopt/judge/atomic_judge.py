@@ -19,9 +19,12 @@ every launch:
 
 The log is one more buffer, :data:`~superopt.judge.atomic_log.LOG_BUFFER`, added to every
 input set as an ``inout`` of u64 words that starts zeroed; it never appears as a user
-buffer (its name is reserved). Its capacity starts at ``min(max(65536, 2 x threads),
-limit)`` records and grows to what nvcc's code needed when a baseline run overflows, up to
-the limit ``NVCC_PLUS_ATOMIC_LOG_MAX_RECORDS`` (default 2**24); beyond it, "could not judge".
+buffer (its name is reserved). Its capacity starts at ``min(max(65536, threads), limit)``
+records (24 bytes each: one add per thread, as in per-thread histograms, or one per block, as
+in reductions, fit; the emulator counts the log against its memory cap) and grows once to what
+nvcc's code needed when a baseline run overflows (the counter keeps counting past the
+capacity), up to the limit ``NVCC_PLUS_ATOMIC_LOG_MAX_RECORDS`` (default 2**24); beyond it,
+"could not judge".
 Timing never sees the instrumentation: only the check runs the instrumented PTX.
 """
 from __future__ import annotations
@@ -55,7 +58,7 @@ def max_records() -> int:
 def initial_capacity(sets: list[InputSet]) -> int:
     threads = max(math.prod(int(g) for g in s.spec.grid) * math.prod(int(b) for b in s.spec.block)
                   for s in sets)
-    return min(max(65536, 2 * threads), max_records())
+    return min(max(65536, threads), max_records())
 
 
 # --------------------------------------------------------------------------- decoding
