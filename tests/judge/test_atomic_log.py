@@ -279,6 +279,51 @@ def test_instrumented_records_on_the_emulator():
     assert "buffer 'out2' element 2 ends as" in AJ.chain_problem(log, s.data, bad, s.spec)
 
 
+HALF = """
+.version 8.0
+.target sm_90
+.address_size 64
+
+.visible .entry h(
+	.param .u64 h_param_0,
+	.param .u64 h_param_1,
+	.param .u64 h_param_2
+)
+{
+	.reg .b16 	%rs<3>;
+	.reg .b32 	%r<4>;
+	.reg .b64 	%rd<9>;
+
+	ld.param.u64 	%rd1, [h_param_0];
+	ld.param.u64 	%rd2, [h_param_1];
+	ld.param.u64 	%rd3, [h_param_2];
+	cvta.to.global.u64 	%rd4, %rd1;
+	cvta.to.global.u64 	%rd5, %rd2;
+	cvta.to.global.u64 	%rd6, %rd3;
+	mov.u32 	%r1, %tid.x;
+	mov.u32 	%r2, %ctaid.x;
+	mad.lo.s32 	%r3, %r2, 32, %r1;
+	mul.wide.u32 	%rd7, %r3, 2;
+	add.s64 	%rd8, %rd6, %rd7;
+	ld.global.u16 	%rs1, [%rd8];
+	red.global.add.noftz.f16 	[%rd4+2], %rs1;
+	atom.global.add.noftz.bf16 	%rs2, [%rd5], %rs1;
+	ret;
+}
+"""
+HALF_SPEC = load_spec(str(HERE / "half.toml"))
+
+
+def test_f16_and_bf16_atomics():
+    v = check(HALF, HALF, HALF_SPEC, backend="emulator")
+    assert v.status == ACCEPTED, v.summary()
+    assert v.evidence["atomic_log"]["sites"] == 2 and set(v.evidence["atomic_log"]["records"].values()) == {128}
+    moved = HALF.replace("[%rd4+2]", "[%rd4]")
+    v = check(HALF, moved, HALF_SPEC, backend="emulator", sets=1)
+    assert v.status == REJECTED, v.summary()
+    assert "buffer 'out_h' element 0 gets 0 float atomic adds from nvcc's code and 64" in v.reason, v.reason
+
+
 @pytest.mark.parametrize("line, why", [
     ("atom.global.min.f32 %f2, [%rd3], %f1;", "other than add (min)"),
     ("atom.global.exch.b32 %r3, [%rd3], %r2;", None),                # integer-typed: not a float atomic
