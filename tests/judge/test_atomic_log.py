@@ -398,3 +398,25 @@ def test_many_block_ddot_on_a_gpu():
                 assert "judged by their contributions" in v.reason
     finally:
         gpu.close()
+
+
+def test_golden_check_leaves_atomic_targets_to_contributions(tmp_path):
+    """A capture's output of an atomic sum was made in the GPU's order: the golden check
+    compares everything but the targets of float atomics (here there is nothing else)."""
+    rng = np.random.default_rng(3)
+    n = 5000
+    x, y = rng.standard_normal(n), rng.standard_normal(n)
+    files = {}
+    for name, arr in (("x", x), ("y", y), ("result", np.zeros(1)), ("result_after", np.array([np.sum(x * y)]))):
+        files[name] = str(tmp_path / f"{name}.bin")
+        arr.tofile(files[name])
+    snap = {"before": {"x": files["x"], "y": files["y"], "result": files["result"]},
+            "after": {"x": files["x"], "y": files["y"], "result": files["result_after"]}}
+    spec = replace(DDOT, snapshot=snap, vary_sizes=False)
+    v = judge(spec, BASE, sets=1)
+    assert v.status == ACCEPTED, v.summary()
+    assert v.evidence["golden"]["buffers"] == ["result", "x", "y"]
+    # the inputs are still checked against the capture
+    bad_after = dict(snap["after"], x=files["y"])
+    v = judge(replace(DDOT, snapshot={"before": snap["before"], "after": bad_after}, vary_sizes=False), BASE, sets=1)
+    assert v.status == COULD_NOT_JUDGE and "buffer 'x'" in v.reason, v.summary()
