@@ -37,10 +37,12 @@ import numpy as np
 
 from ptx_ir.semantics import fp
 from superopt.judge import atomic_log as AL
+from superopt.judge.atomic_log import Refused
 from superopt.judge.inputs import InputSet, make_guards
 from superopt.specs.launch_spec import Buffer, Bytes, LaunchSpec
 
-__all__ = ["AtomicMode", "Log", "decode", "max_records", "start", "chain_problem", "multiset_difference"]
+__all__ = ["AtomicMode", "Log", "Refused", "decode", "max_records", "start", "chain_problem", "multiset_difference",
+           "target_masks", "run_logged", "instrument_candidate"]
 
 DEFAULT_MAX_RECORDS = 1 << 24
 WIDTH = {1: 2, 2: 2, 3: 4, 4: 8}                 # type code -> bytes

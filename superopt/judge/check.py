@@ -765,7 +765,7 @@ def _judge_candidate(bl: BaselineRuns, candidate_ptx: str, be: Backend, launch_t
     atomic = bl.atomic
     if atomic is not None:
         cinst = atomic_judge.instrument_candidate(atomic, candidate_ptx)
-        if not cinst:
+        if isinstance(cinst, atomic_judge.Refused):
             return done(COULD_NOT_JUDGE, f"nvcc's code is judged by the contributions of its float atomics, and the "
                                          f"candidate's cannot be logged: {cinst.reason}")
         cres, clogs = atomic_judge.run_logged(be, cinst, spec, csets, cand_timeout, rng)
