@@ -103,6 +103,8 @@ SETTINGS: tuple[Setting, ...] = (
             "runs (MB)", "search"),
     Setting("NVCC_PLUS_EMULATOR_MAX_THREADS", "4194304", "largest launch the CPU emulator runs "
             "(threads)", "search"),
+    Setting("NVCC_PLUS_ATOMIC_LOG_MAX_RECORDS", "16777216", "most float atomic adds one launch may make "
+            "when they are judged by their contributions (beyond: could not judge)", "search"),
     Setting("SUPEROPT_GPU_DEVICE", "0", "the CUDA device ordinal the judge uses", "search"),
     # -- files ------------------------------------------------------------------------
     Setting("NVCC_PLUS_CACHE_DIR", "$XDG_CACHE_HOME/nvcc-plus or ~/.cache/nvcc-plus",

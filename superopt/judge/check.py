@@ -40,6 +40,12 @@ buffer. What it does, and why:
   rejected even when the poison happened to give equal outputs (``RunResult.taint``).
 * **Sizes that are whole blocks.** When no planned set gives a size parameter an exact
   multiple of block.x and of 16 (an inferred spec lists its own sizes), one set does.
+* **Float atomics by their contributions.** When nvcc's kernel has float atomic adds to
+  global memory (order-dependent sums: ``atomicAdd(double*)`` reductions), both kernels run
+  instrumented (:mod:`superopt.judge.atomic_log`) and the targets of those adds are compared
+  by the multiset of (buffer, element, added value) and each target's chain of returned old
+  values (:mod:`superopt.judge.atomic_judge`), everything else bit-exactly; evidence
+  ``atomic_log``. Still exact: the candidate can give exactly the results nvcc's code can.
 * **Exact by default.** Bit-identical outputs, with every NaN equal to every NaN. A
   tolerance (``ulp:N`` or ``rel:X`` on float buffers) is an explicit opt-in and is
   recorded in the verdict.
@@ -60,6 +66,7 @@ from typing import Any, Union
 import numpy as np
 
 import ptx_ir
+from superopt.judge import atomic_judge
 from superopt.judge.backends.base import Backend, BackendUnavailable, get_backend
 from superopt.judge.inputs import (InputSet, complement_poison, fresh_seed, is_nan_bits, make_input_set,
                              make_rng, poison_unlike, input_plan, snapshot_array)
@@ -368,6 +375,8 @@ class BaselineRuns:
     # sinks the baseline reaches with never-written data (the emulator's taint bit), over all
     # its runs: {"store"|"branch": {"count", "lanes", "first"}}
     taint: dict = field(default_factory=dict)
+    # float atomics judged by their contributions (superopt.judge.atomic_judge.AtomicMode), or None
+    atomic: Any = None
 
 
 def run_baseline(baseline_ptx: str, spec: LaunchSpec, *, backend: Union[str, Backend] = "gpu",
@@ -378,6 +387,7 @@ def run_baseline(baseline_ptx: str, spec: LaunchSpec, *, backend: Union[str, Bac
     t_start = time.monotonic()
     policy = Policy.parse(policy)
     seed = fresh_seed() if seed is None else int(seed)
+    atomic_refusal = None
     ev: dict[str, Any] = {"seed": seed, "kernel": spec.kernel, "sets": [], "notes": [], "max_diff": {}}
 
     def fail(reason):
@@ -430,8 +440,15 @@ def run_baseline(baseline_ptx: str, spec: LaunchSpec, *, backend: Union[str, Bac
     run2 = [s.with_outputs({n: complement_poison(s.data[n], s.spec.param(n).elem, rng) for n in outs}, rng, "baseline-2")
             for s in base_sets]
     phases["inputs"] = round(time.monotonic() - t_phase, 4)
+    atomic = atomic_judge.start(baseline_ptx, kname, base_sets)
+    if isinstance(atomic, str):
+        ev["notes"].append(f"float atomics are not judged by their contributions: {atomic}")
+        atomic_refusal, atomic = atomic, None
     t_phase = time.monotonic()
-    bres = be.run_many(baseline_ptx, spec, base_sets + run2, timeout=launch_timeout)
+    if atomic is not None:
+        bres, blogs = atomic.run_baseline(be, spec, base_sets + run2, launch_timeout, rng)
+    else:
+        bres = be.run_many(baseline_ptx, spec, base_sets + run2, timeout=launch_timeout)
     phases["baseline_runs"] = round(time.monotonic() - t_phase, 4)
     t_phase = time.monotonic()
     valid: list[int] = []
@@ -458,6 +475,14 @@ def run_baseline(baseline_ptx: str, spec: LaunchSpec, *, backend: Union[str, Bac
                 return fail(msg + ": the spec's buffer lengths look too small")
             ev["notes"].append(msg + " (set dropped)")
             continue
+        if atomic is not None:
+            why = atomic.baseline_problem(s, run2[i], r1, r2, blogs[i], blogs[k + i])
+            if why and (why[1] or i == 0):
+                return fail(why[0])
+            if why:
+                ev["notes"].append(why[0] + " (set dropped)")
+                continue
+            atomic.accept_set(i, s, blogs[i], blogs[k + i])
         slowest = max(slowest, r1.elapsed or 0.0, r2.elapsed or 0.0)
         for r in (r1, r2):
             for what, e in (r.taint or {}).items():
@@ -470,9 +495,13 @@ def run_baseline(baseline_ptx: str, spec: LaunchSpec, *, backend: Union[str, Bac
         for b in s.spec.buffers:
             et = b.elem
             x1, x2 = r1.outputs[b.name], r2.outputs[b.name]
+            # targets of float atomics are compared by their contributions, not here
+            tm = atomic.mask(i, b.name) if atomic is not None else None
             if b.direction == "out":
                 p1, p2 = s.data[b.name], run2[i].data[b.name]
                 un = (_bits(x1, et) == _bits(p1, et)) & (_bits(x2, et) == _bits(p2, et))
+                if tm is not None:
+                    un &= ~tm
                 unwritten[(i, b.name)] = un
                 diff = ~compare_values(x1, x2, et, policy) & ~un
             else:
@@ -481,6 +510,8 @@ def run_baseline(baseline_ptx: str, spec: LaunchSpec, *, backend: Union[str, Bac
                 if b.direction == "in":
                     base_writes_input.add(b.name)
                 diff = ~compare_values(x1, x2, et, policy)
+            if tm is not None:
+                diff &= ~tm
             if diff.any() and i > 0:
                 # Defined behaviour is what the candidate must match; on varied sizes or
                 # scalars where the baseline itself is not deterministic there is none.
@@ -494,12 +525,17 @@ def run_baseline(baseline_ptx: str, spec: LaunchSpec, *, backend: Union[str, Bac
                             f"{format_value(x1, j, et)} in one run and {format_value(x2, j, et)} in another on "
                             f"the same inputs ({s.label}; {int(diff.sum())} elements differ). Causes: atomics "
                             f"order, uninitialised (shared) memory or registers, or an output read before it is written "
-                            f"(declare it inout). A tolerance policy can absorb order-dependent float sums.")
+                            f"(declare it inout). A tolerance policy can absorb order-dependent float sums."
+                            + (f" (Float atomics could not be judged by their contributions: {atomic_refusal})"
+                               if atomic_refusal else ""))
         if not dropped:
             valid.append(i)
     if not valid:
         return fail("no input set on which the baseline runs cleanly")
-    golden = _golden_problem(spec, base_sets, bres, unwritten, valid, policy, ev)
+    if atomic is not None:
+        ev["atomic_log"] = atomic.evidence()
+        ev["notes"].append(atomic.note())
+    golden = _golden_problem(spec, base_sets, bres, unwritten, valid, policy, ev, atomic)
     if golden:
         return fail(golden)
     if base_writes_input:
@@ -515,10 +551,10 @@ def run_baseline(baseline_ptx: str, spec: LaunchSpec, *, backend: Union[str, Bac
     return BaselineRuns(baseline_ptx=baseline_ptx, spec=spec, kernel=kname, policy=policy,
                         seed=seed, sets=base_sets, results=bres, valid=valid, unwritten=unwritten,
                         writes_input=base_writes_input, slowest=slowest, evidence=ev,
-                        guard_reads=base_guard_reads, taint=base_taint)
+                        guard_reads=base_guard_reads, taint=base_taint, atomic=atomic)
 
 
-def _golden_problem(spec: LaunchSpec, base_sets, bres, unwritten, valid, policy, ev) -> str | None:
+def _golden_problem(spec: LaunchSpec, base_sets, bres, unwritten, valid, policy, ev, atomic=None) -> str | None:
     """The golden test of a captured snapshot: on the set that starts from the program's own
     data (set 0), nvcc's code must leave every buffer as the program's run left it. A
     mismatch means the spec does not hold everything the kernel reads (globals, constant
@@ -542,6 +578,9 @@ def _golden_problem(spec: LaunchSpec, base_sets, bres, unwritten, valid, policy,
         un = unwritten.get((0, name))
         if un is not None:
             bad &= ~un
+        tm = atomic.mask(0, name) if atomic is not None else None
+        if tm is not None:
+            bad &= ~tm                        # float atomic targets: order-dependent sums
         if bad.any():
             j = _first_diff(bad)
             return (f"nvcc's code does not reproduce the program's own output on the program's data: buffer "
@@ -723,7 +762,15 @@ def _judge_candidate(bl: BaselineRuns, candidate_ptx: str, be: Backend, launch_t
             csets.append(s.with_outputs(new, rng, f"candidate-{rep}"))
     phases["candidate_inputs"] = round(time.monotonic() - t_phase, 4)
     t_phase = time.monotonic()
-    cres = be.run_many(candidate_ptx, spec, csets, timeout=cand_timeout)
+    atomic = bl.atomic
+    if atomic is not None:
+        cinst = atomic_judge.instrument_candidate(atomic, candidate_ptx)
+        if isinstance(cinst, atomic_judge.Refused):
+            return done(COULD_NOT_JUDGE, f"nvcc's code is judged by the contributions of its float atomics, and the "
+                                         f"candidate's cannot be logged: {cinst.reason}")
+        cres, clogs = atomic_judge.run_logged(be, cinst, spec, csets, cand_timeout, rng)
+    else:
+        cres = be.run_many(candidate_ptx, spec, csets, timeout=cand_timeout)
     phases["candidate_runs"] = round(time.monotonic() - t_phase, 4)
     t_phase = time.monotonic()
 
@@ -752,6 +799,10 @@ def _judge_candidate(bl: BaselineRuns, candidate_ptx: str, be: Backend, launch_t
         if gr:
             ev["guard_reads"] = {n: dict(g) for n, g in cr.guard_reads.items()}
             return done(REJECTED, f"the candidate {gr} where nvcc's code does not, on {where}")
+        if atomic is not None:
+            why = atomic.candidate_problem(i, cs, cr, clogs[j])
+            if why:
+                return done(REJECTED, f"{why}, on {where}")
         for b in cs.spec.buffers:
             et = b.elem
             if b.direction == "in" and b.name not in base_writes_input and not cr.inputs_unchanged[b.name]:
@@ -766,6 +817,9 @@ def _judge_candidate(bl: BaselineRuns, candidate_ptx: str, be: Backend, launch_t
             x_b, x_c = base.outputs[b.name], cr.outputs[b.name]
             un = unwritten.get((i, b.name)) if b.direction == "out" else None
             bad, untouched = _compare_run(x_b, un, x_c, cs.data[b.name] if b.direction == "out" else None, et, policy)
+            tm = atomic.mask(i, b.name) if atomic is not None else None
+            if tm is not None:
+                bad &= ~tm                        # compared by contributions and chain above
             written = ~un if un is not None else np.ones(x_b.shape, bool)
             md = max_diff.setdefault(b.name, {"max_abs_diff": 0, "max_ulp_diff": 0} if et.is_float else {"max_abs_diff": 0})
             if not policy.exact and et.is_float:
@@ -794,5 +848,11 @@ def _judge_candidate(bl: BaselineRuns, candidate_ptx: str, be: Backend, launch_t
         return done(REJECTED, taint)
     ev["candidate_seconds"] = [r.elapsed for r in cres if r.elapsed is not None]
     n_launch = len(cres)
-    return done(ACCEPTED, f"identical on {len(valid)} input sets x 2 launches ({n_launch} candidate launches)"
-                if policy.exact else f"within {policy} on {len(valid)} input sets x 2 launches")
+    also = ""
+    if atomic is not None:
+        n = sum(len(clogs[j]) for j in range(len(cres)))
+        also = (f"; float atomic adds judged by their contributions ({n} records, the same multiset as nvcc's "
+                f"on every launch, each target's chain of old values consistent)")
+        ev["atomic_log"]["candidate_records"] = n
+    return done(ACCEPTED, (f"identical on {len(valid)} input sets x 2 launches ({n_launch} candidate launches)"
+                           if policy.exact else f"within {policy} on {len(valid)} input sets x 2 launches") + also)
