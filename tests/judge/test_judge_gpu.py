@@ -80,7 +80,10 @@ def test_uninitialised_shared_read_makes_baseline_unjudgeable(gpu):
 def test_atomic_float_sum(gpu):
     spec = load_spec(str(KERNELS / "atomic_sum.toml"))
     v = check(ptx("atomic_sum"), ptx("atomic_sum"), spec, backend=gpu)
-    assert v.status in (COULD_NOT_JUDGE, ACCEPTED), v.summary()
+    # float atomic adds are judged by their contributions (superopt.judge.atomic_judge), so
+    # nvcc's code is judgeable against itself however the blocks' adds were ordered
+    assert v.status == ACCEPTED, v.summary()
+    assert "atomic_log" in v.evidence, v.summary()
     v = check(ptx("atomic_sum"), ptx("atomic_sum"), spec, backend=gpu, policy="rel:1e-3")
     assert v.status == ACCEPTED, v.summary()
     assert v.policy == "rel:0.001"
