@@ -288,27 +288,38 @@ def _screen_extra_shapes(judge: Judge, baseline_ptx: str, specs: list) -> tuple[
     return kept, notes
 
 
+SCALED_TRIES = 3              # scaled shapes tried, each a quarter of the last factor
+
+
 def _with_timing_shape(judge: Judge, baseline_ptx: str, specs: list) -> tuple[list, list[str]]:
     """Inferred shapes only (no capture, no spec a person wrote): put a scaled-up copy of the
     first one in front, the shape candidates are timed at (:mod:`superopt.specs.scaled`),
-    when nvcc's own code can be judged there. It counts as costly, so candidates are checked
-    on the proven small shapes and only the one to keep is checked at it. Returns (specs, notes)."""
+    when nvcc's own code can be judged there. Past ``COSTLY_CHECK_BYTES`` it counts as costly:
+    candidates are checked on the proven small shapes and only the one to keep is checked at
+    it. Returns (specs, notes)."""
     if not specs or not judge.can_time or any(getattr(s, "origin", None) != "inferred" for s in specs):
         return specs, []
     if _split_by_cost(specs)[1]:
         return specs, []
-    from superopt.specs.scaled import timing_shape
+    from superopt.specs.scaled import MAX_TIMED_LAUNCH_S, scale_factor, timing_shape
     big = timing_shape(specs[0])
-    if big is None or not _split_by_cost([big])[1]:
-        return specs, []
-    sizes = ", ".join(f"{p.name}={p.value}" for p in big.scalars if p.name in big.size_params())
-    v = judge.verify(baseline_ptx, baseline_ptx, big)
-    if v.status != "accepted":
-        return specs, [f"no timing at scaled-up sizes ({sizes}): nvcc's own code cannot be judged there "
-                       f"({v.reason}); timed at the inferred sizes"]
-    mb = (_check_bytes(big) or 0) / 1e6
-    return [big] + specs, [f"timed at the inferred launch scaled up ({sizes}; {mb:.0f} MB of buffers): "
-                           f"the program's real sizes are unknown without a capture (superopt capture)"]
+    for _ in range(SCALED_TRIES):
+        if big is None:
+            return specs, []
+        sizes = ", ".join(f"{p.name}={p.value}" for p in big.scalars if p.name in big.size_params())
+        v = judge.verify(baseline_ptx, baseline_ptx, big)
+        if v.status != "accepted":
+            return specs, [f"no timing at scaled-up sizes ({sizes}): nvcc's own code cannot be judged there "
+                           f"({v.reason}); timed at the inferred sizes"]
+        slowest = max((t for t in (v.evidence or {}).get("baseline_seconds", []) if t), default=0.0)
+        if slowest <= MAX_TIMED_LAUNCH_S:
+            mb = (_check_bytes(big) or 0) / 1e6
+            return [big] + specs, [f"timed at the inferred launch scaled up ({sizes}; {mb:.0f} MB of buffers): "
+                                   f"the program's real sizes are unknown without a capture (superopt capture)"]
+        # the work grows faster than the sizes (an all-pairs loop): a quarter of the factor
+        big = timing_shape(specs[0], max_factor=scale_factor(specs[0], big) // 4, min_threads=1)
+    return specs, [f"no timing at scaled-up sizes: nvcc's own launch takes over {MAX_TIMED_LAUNCH_S * 1e3:g} ms "
+                   f"there; timed at the inferred sizes"]
 
 
 class _Search:

@@ -22,7 +22,8 @@ from dataclasses import replace
 
 from superopt.specs.launch_spec import LaunchSpec, Scalar, SpecError
 
-__all__ = ["timing_shape", "TARGET_BYTES", "TARGET_THREADS", "SCALED_SUFFIX"]
+__all__ = ["timing_shape", "scale_factor", "TARGET_BYTES", "TARGET_THREADS", "SCALED_SUFFIX",
+           "MAX_TIMED_LAUNCH_S"]
 
 SCALED_SUFFIX = ", scaled for timing"     # the end of a scaled shape's origin
 
@@ -33,6 +34,7 @@ MIN_THREADS = 1 << 18            # about one full wave: a launch of a few blocks
                                  # its rows, and timing there says little about the program
 MAX_BYTES = 256 << 20           # never more, whatever the threads (each check copies it per input set)
 MAX_FACTOR = 1 << 12
+MAX_TIMED_LAUNCH_S = 0.01        # nvcc's own launch there: timing takes ~120 of them, a check ~12
 MAX_BUFFER_BYTES = (1 << 31) - 1  # 32-bit byte offsets (int indices times the element size) stay exact
 INT_LIMITS = {1: 1 << 7, 2: 1 << 15, 4: 1 << 31, 8: 1 << 63}
 
@@ -51,6 +53,12 @@ def _scaled(spec: LaunchSpec, names: list[str], factor: int) -> LaunchSpec | Non
     return replace(spec, params=params, vary_sizes=False, snapshot=None)
 
 
+def scale_factor(spec: LaunchSpec, scaled: LaunchSpec) -> int:
+    """The factor ``scaled``'s size parameters were multiplied by."""
+    name = spec.size_params()[0]
+    return int(scaled.param(name).value) // max(1, int(spec.param(name).value))
+
+
 def _measure(spec: LaunchSpec) -> tuple[int, int, int] | None:
     """(threads, total buffer bytes, largest buffer bytes) of the resolved launch, or None."""
     try:
@@ -61,12 +69,15 @@ def _measure(spec: LaunchSpec) -> tuple[int, int, int] | None:
     return math.prod(rs.grid) * math.prod(rs.block), sum(sizes), max(sizes, default=0)
 
 
-def timing_shape(spec: LaunchSpec) -> LaunchSpec | None:
+def timing_shape(spec: LaunchSpec, max_factor: int = MAX_FACTOR, min_threads: int = MIN_THREADS) -> LaunchSpec | None:
     """``spec`` at its size parameters times the smallest power of two (at least 4) that makes
     the launch reach ``TARGET_THREADS`` threads or ``TARGET_BYTES`` of buffers, within
     ``MAX_BYTES``, 32-bit buffer extents and the parameters' integer ranges. None when the
     spec has no size parameter, when the scaled launch stays under ``MIN_THREADS`` threads
-    (a grid that does not grow with the sizes), or when even the first step breaks a limit."""
+    (a grid that does not grow with the sizes), or when even the first step breaks a limit.
+    ``max_factor`` caps the factor (a kernel whose work grows faster than its sizes, such as an
+    all-pairs loop, is retried smaller when nvcc's own launch turns out slow there; its threads
+    then need not fill a wave, ``min_threads``: each of them has long work)."""
     names = spec.size_params()
     if not names or spec.snapshot:
         return None
@@ -75,7 +86,7 @@ def timing_shape(spec: LaunchSpec) -> LaunchSpec | None:
         return None
     best = None
     factor = 2
-    while factor <= MAX_FACTOR:
+    while factor <= max_factor:
         cand = _scaled(spec, names, factor)
         got = _measure(cand) if cand is not None else None
         if got is None:
@@ -83,7 +94,7 @@ def timing_shape(spec: LaunchSpec) -> LaunchSpec | None:
         threads, total, largest = got
         if total > MAX_BYTES or largest > MAX_BUFFER_BYTES:
             break
-        if factor >= 4 and threads >= MIN_THREADS and (threads, total) != base[:2]:
+        if factor >= 4 and threads >= min_threads and (threads, total) != base[:2]:
             best = cand
         if threads >= TARGET_THREADS or total >= TARGET_BYTES:
             break

@@ -175,3 +175,32 @@ def test_a_scaled_shape_is_checked_on_as_few_input_sets_as_a_captured_one(monkey
     for spec in (small, timing_shape(small), replace(small, origin="captured")):
         judge.verify(VADD, VADD, spec)
     assert seen == [("inferred", 5), ("inferred, scaled for timing", CAPTURED_SETS), ("captured", CAPTURED_SETS)]
+
+
+class SlowAtSize(SizeJudge):
+    """nvcc's launch takes 1e-13 * n^2 seconds (an all-pairs loop)."""
+
+    def verify(self, base_ptx, cand_ptx, spec, *, fresh=False):
+        v = super().verify(base_ptx, cand_ptx, spec, fresh=fresh)
+        n = spec.param("n").value
+        return Verdict(v.status, v.reason, "exact", {"baseline_seconds": [1e-13 * n * n, None]})
+
+
+def test_a_scaled_shape_where_nvcc_code_is_slow_is_retried_at_a_quarter_of_the_factor():
+    from superopt.specs.scaled import MAX_TIMED_LAUNCH_S, scale_factor
+    small = inferred(vadd_spec())
+    small.params[-1] = Scalar("n", "u32", 193)                  # as inferred for an n-body step
+    first = timing_shape(small)
+    assert 1e-13 * first.param("n").value ** 2 > MAX_TIMED_LAUNCH_S
+    judge = SlowAtSize(speedup=1.3)
+    specs, notes = _with_timing_shape(judge, VADD, [small])
+    assert len(specs) == 2, notes
+    n = specs[0].param("n").value
+    assert 1e-13 * n * n <= MAX_TIMED_LAUNCH_S
+    assert scale_factor(small, specs[0]) in (scale_factor(small, first) // 4, scale_factor(small, first) // 16)
+    assert len(judge.calls) >= 2 and "scaled up (n=" in notes[0]
+    # always too slow: no scaled shape, and a note says why
+    judge = SlowAtSize(speedup=1.3)
+    judge.verify = lambda b, c, spec, fresh=False: Verdict("accepted", "ok", "exact", {"baseline_seconds": [1.0]})
+    specs, notes = _with_timing_shape(judge, VADD, [small])
+    assert specs == [small] and "takes over 10 ms" in notes[0]
