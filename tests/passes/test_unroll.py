@@ -451,7 +451,8 @@ def _emulate(text, kernel, arrays, out_words, block=128):
     out = dev.alloc(n * dt().itemsize)
     dev.heap.write(out, np.full(n, 0xAB, dt))
     threads = len(arrays[0]) // 3
-    dev.launch(kernel, (-(-threads // block), 1, 1), (block, 1, 1), [*params, out], seed=1)
+    dev.launch(kernel, (-(-threads // block), 1, 1), (block, 1, 1), [*params, out], seed=1,
+               timeout=30)
     return dev.heap.read(out, n * dt().itemsize).view(dt)
 
 
