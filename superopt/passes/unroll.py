@@ -211,7 +211,7 @@ def analyse_loop(fn, loop, *, allow_pragma: bool = False) -> LoopPlan | None:
             step = -sv if update.opcode == "sub" else sv
             step = _signed_value(step, width)
         elif _invariant(fn, loop, update, step_op) and isinstance(step_op, Reg) \
-                and not step_op.is_special and width == 32:
+                and not step_op.is_special:
             step = step_op
             step_sign = -1 if update.opcode == "sub" else 1
         else:
@@ -261,7 +261,7 @@ def _guard_possible(p: LoopPlan) -> bool:
             s = abs(p.step)
             return s & (s - 1) == 0
         return False
-    # register step (32-bit only): the direction must be provable (by a run-time test of
+    # register step: the direction must be provable (by a run-time test of
     # the step's sign for signed comparisons)
     return _register_step_check(p) is not False
 
@@ -392,6 +392,8 @@ def guard_code(fn, p: LoopPlan, k: int) -> tuple[list[Instruction], Reg]:
             out.append(I("sub", f"s{w}", d, p.iv, B))
         out.append(I("setp", f"ge.u{w}", g, d, _literal(k * abs(p.step))))
         return out, g
+    if w == 64:
+        return _guard_code_register64(fn, p, k, g)
     # register step, 32-bit: the exact values (sign- or zero-extended) in 64-bit
     # arithmetic, all within +-2^36, compared as signed 64-bit integers
     ext = "s64.s32" if p.signed else "u64.u32"
@@ -408,6 +410,52 @@ def guard_code(fn, p: LoopPlan, k: int) -> tuple[list[Instruction], Reg]:
     check = _register_step_check(p)
     if check:
         out.append(I("setp", f"{check[0]}.and.s32", g, p.step, check[1], g))
+    return out, g
+
+
+def _guard_code_register64(fn, p: LoopPlan, k: int, g: Reg) -> tuple[list[Instruction], Reg]:
+    """G for a 64-bit comparison with a register step, where nothing can be widened.
+
+    With ``m`` the distance the counter moves per iteration towards the bound, as an
+    unsigned value (``step``, or ``-step`` where the run-time sign test makes ``step``
+    negative), and ``d`` the distance from the counter to the bound (``B - iv`` for lt/le,
+    ``iv - B`` for gt/ge, modulo 2^64)::
+
+        G = iv OP B                       (then d is exact: 0 <= d < 2^64)
+            && m <= (2^64-1) // (k-1)     (then (k-1)*m is exact in 64 bits)
+            && (k-1)*m < d   (lt/gt)  or  (k-1)*m <= d   (le/ge)
+            [&& step > 0 or step < 0, signed comparisons]
+
+    i.e. ``iv + (k-1)*m OP B`` (``iv - ...`` for gt/ge) in exact arithmetic: every one of
+    the next k-1 values lies between ``iv`` and the bound, so the wrapping updates of the
+    original reach them exactly (no wrap, no signed overflow) and every test is taken.
+    """
+    T = f"{'s' if p.signed else 'u'}64"
+    out: list[Instruction] = []
+    B = p.bound
+    if isinstance(B, Imm):
+        bt = fn.new_register(".b64")
+        out.append(I("mov", "b64", bt, B))
+        B = bt
+    check = _register_step_check(p)
+    if check and check[0] == "lt":
+        m = fn.new_register(".b64")
+        out.append(I("neg", "s64", m, p.step))
+    else:
+        m = p.step
+    d = fn.new_register(".b64")
+    out.append(I("sub", "s64", d, *((B, p.iv) if p.op in INC else (p.iv, B))))
+    out.append(I("setp", f"{p.op}.{T}", g, p.iv, B))
+    if k > 2:
+        t = fn.new_register(".b64")
+        out += [I("setp", "le.and.u64", g, m, _literal(((1 << 64) - 1) // (k - 1)), g),
+                I("mul", "lo.s64", t, m, k - 1)]
+    else:
+        t = m
+    strict = p.op in ("lt", "gt")
+    out.append(I("setp", f"{'lt' if strict else 'le'}.and.u64", g, t, d, g))
+    if check:
+        out.append(I("setp", f"{check[0]}.and.s64", g, p.step, check[1], g))
     return out, g
 
 
