@@ -420,3 +420,16 @@ def test_golden_check_leaves_atomic_targets_to_contributions(tmp_path):
     bad_after = dict(snap["after"], x=files["y"])
     v = judge(replace(DDOT, snapshot={"before": snap["before"], "after": bad_after}, vary_sizes=False), BASE, sets=1)
     assert v.status == COULD_NOT_JUDGE and "buffer 'x'" in v.reason, v.summary()
+
+
+def test_unique_rows_matches_numpy_row_unique():
+    from superopt.judge.atomic_judge import _unique_rows
+    rng = np.random.default_rng(7)
+    for dtype in (np.int64, np.uint64):
+        a = rng.integers(0, 5, size=(2000, 2)).astype(dtype)
+        want, want_inv = np.unique(a, axis=0, return_inverse=True)
+        got, got_inv = _unique_rows(a)
+        assert np.array_equal(got, want) and np.array_equal(got_inv, want_inv.reshape(-1))
+        assert np.array_equal(got[got_inv], a)
+    empty, inv = _unique_rows(np.zeros((0, 2), np.uint64))
+    assert empty.shape == (0, 2) and inv.size == 0
