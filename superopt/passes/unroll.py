@@ -26,9 +26,23 @@ values that live within one iteration and fresh labels)::
   ``c = (k-1)*|step|``, as ``B >= MIN + c && iv CMP B - c`` (resp. ``B <= MAX - c && iv
   CMP B + c``) in the comparison's own signedness and width: then every intermediate
   value is in range, so the wrapping adds of the original reach them exactly.
-* 32-bit ``lt/le`` (signed or unsigned) or signed ``gt/ge`` with a register step (grid-stride
-  loops): the same in 64-bit arithmetic after sign/zero extension, plus a run-time test
-  of the step's sign (signed comparisons).
+* a register step (grid-stride loops) moving towards the bound: unsigned ``lt/le`` with
+  ``iv += step``, unsigned ``gt/ge`` with ``iv -= step``, signed any of the four with either
+  update and a run-time test of the step's sign (``step > 0`` or ``step < 0``):
+
+  - 32-bit: ``iv ± (k-1)*step CMP B`` in 64-bit arithmetic after sign/zero extension
+    (every value within +-2^36, so exact).
+  - 64-bit (``size_t``/``long long`` indices; nothing to widen to): with ``m`` the step's
+    magnitude as an unsigned value (``step``, or ``-step`` when the sign test makes it
+    negative) and ``d = B - iv`` (lt/le) or ``iv - B`` (gt/ge) modulo 2^64::
+
+        G = iv CMP B  &&  m <= (2^64-1) / (k-1)  &&  (k-1)*m  <  d     (lt/gt)
+                                                               <= d     (le/ge)
+
+    all unsigned except ``iv CMP B``; the first makes ``d`` the exact distance, the
+    second makes ``(k-1)*m`` exact (a constant compare, no ``mul.hi`` or division), so
+    G is ``iv ± (k-1)*m CMP B`` in exact arithmetic: no add of the next k-1 wraps and
+    every test is taken. (k = 2 needs no overflow bound.)
 * ``ne`` with a constant power-of-two step: ``d = (B - iv)*sign(step)`` modulo 2^w, and
   ``d >= k*|step|`` (unsigned): the counter cannot hit ``B`` within the next k-1 updates.
 
@@ -569,7 +583,9 @@ def loop_plans(fn, **kw) -> list[LoopPlan]:
     summary="unroll counted innermost loops by k (2/4/8); the original loop runs the remainder",
     assumes="single-latch innermost loop, contiguous, entered by fall-through; exit test "
             "'iv CMP bound' right after the only update iv += step (step constant, or a "
-            "loop-invariant register for 32-bit lt/le and signed gt/ge); bound loop-invariant. "
+            "loop-invariant register moving towards the bound: unsigned lt/le with +=, unsigned "
+            "gt/ge with -=, signed with a run-time test of its sign; 32 or 64 bits); bound "
+            "loop-invariant. "
             "The unrolled path is taken only when an overflow-free test proves k more "
             "iterations; no barriers, warp-synchronous/.aligned instructions or calls in the loop",
     params={"factor": [2, 4, 8]},
