@@ -117,6 +117,12 @@ class BackendJudge(Judge):
             self._baseline_runs[key] = runs     # every launch shape of it (captured + inferred)
         if not isinstance(runs, BaselineRuns):
             return runs          # could not judge the baseline (e.g. not deterministic): not again per candidate
+        if cand_ptx == base_ptx:
+            # "can nvcc's code be judged at this shape?" (the search screens shapes so): its two
+            # runs per input set agreeing is the answer; a third run of the same code adds nothing
+            from superopt.judge.check import ACCEPTED, Verdict
+            return Verdict(ACCEPTED, f"nvcc's own code: its two runs agree on each of {len(runs.valid)} input "
+                                     f"sets", str(runs.policy), dict(runs.evidence))
         verdict = check(base_ptx, cand_ptx, spec, backend=self.backend, baseline=runs)
         if verdict.status == "rejected":
             self._baseline_runs.pop(key, None)

@@ -204,3 +204,22 @@ def test_a_scaled_shape_where_nvcc_code_is_slow_is_retried_at_a_quarter_of_the_f
     judge.verify = lambda b, c, spec, fresh=False: Verdict("accepted", "ok", "exact", {"baseline_seconds": [1.0]})
     specs, notes = _with_timing_shape(judge, VADD, [small])
     assert specs == [small] and "takes over 10 ms" in notes[0]
+
+
+def test_nvcc_code_against_itself_is_answered_from_the_baseline_runs(monkeypatch):
+    """Screening a shape asks whether nvcc's code can be judged there: its two runs per set are
+    the answer, so no candidate launches are made (at a scaled or captured size they cost as
+    much again)."""
+    import superopt.judge.check as check_mod
+    from superopt.judge.judge import BackendJudge
+    calls = []
+    real_check = check_mod.check
+    monkeypatch.setattr(check_mod, "check", lambda *a, **k: calls.append(1) or real_check(*a, **k))
+    judge = BackendJudge("emulator", check_sets=2)
+    spec = vadd_spec()
+    v = judge.verify(VADD, VADD, spec)
+    assert v.status == "accepted" and "two runs agree" in v.reason and calls == []
+    assert v.evidence.get("baseline_seconds")
+    from tests.model.helpers import VADD_GOOD
+    cand = VADD[:VADD.index(".visible")] + VADD_GOOD
+    assert judge.verify(VADD, cand, spec).status == "accepted" and calls == [1]
