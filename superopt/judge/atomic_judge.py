@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections import Counter
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -46,6 +47,7 @@ __all__ = ["AtomicMode", "Log", "Refused", "decode", "max_records", "start", "ch
 
 DEFAULT_MAX_RECORDS = 1 << 24
 WIDTH = {1: 2, 2: 2, 3: 4, 4: 8}                 # type code -> bytes
+_WIDTHS = np.array([WIDTH.get(c, 0) for c in range(16)], np.uint64)   # the same, indexable by a code array
 TYPE_NAME = {1: "f16", 2: "bf16", 3: "f32", 4: "f64"}
 
 
@@ -129,7 +131,7 @@ def decode(raw: np.ndarray, inst: AL.Instrumented, rs: LaunchSpec) -> Log:
     rec = w[inst.record_start:inst.record_start + AL.RECORD_WORDS * n].reshape(n, AL.RECORD_WORDS)
     typ = (rec[:, 0] >> np.uint64(AL.TYPE_SHIFT)).astype(np.uint8)
     addr = rec[:, 0] & np.uint64(AL.ADDRESS_MASK)
-    width = np.array([0, 2, 2, 4, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.uint64)[typ]
+    width = _WIDTHS[typ]
     buf = np.full(n, -1, np.int64)
     off = addr.astype(np.int64)
     for start, end, bi in _ranges(rs, inst, w[2:2 + h]):
@@ -188,13 +190,12 @@ def multiset_difference(base: Log, cand: Log, rs: LaunchSpec | None = None, a: s
     else:
         head = f"{where} gets {len(vb)} float atomic adds from each, with other values"
     parts = []
-    for mine, theirs, who, other in ((vb, vc, a, b), (vc, vb, b, a)):
-        rest = list(theirs)
-        only = []
-        for x in mine:                      # multiset difference mine - theirs
-            if x in rest:
-                rest.remove(x)
-            else:
+    for mine, theirs, who, other in ((vb, Counter(vc), a, b), (vc, Counter(vb), b, a)):
+        seen: Counter = Counter()
+        only = []                          # multiset difference mine - theirs, linear in the adds
+        for x in mine:
+            seen[x] += 1
+            if seen[x] > theirs[x]:
                 only.append(x)
         if only:
             parts.append(f"{who} adds {_fmt(only[0][1], only[0][0])}"
@@ -364,7 +365,7 @@ def target_masks(log: Log, rs: LaunchSpec) -> dict:
         es = b.elem.size
         sel = ok & (log.buf == bi)
         lo = log.off[sel] // es
-        hi = (log.off[sel] + np.array([WIDTH.get(int(t), 1) for t in log.typ[sel].tolist()]) - 1) // es
+        hi = (log.off[sel] + np.maximum(_WIDTHS[log.typ[sel]], 1).astype(np.int64) - 1) // es
         m = np.zeros(b.length, bool)
         for k in range(int((hi - lo).max()) + 1):       # an add wider than an element covers several
             inside = lo + k <= hi

@@ -130,25 +130,30 @@ def _callee(inst: Instruction) -> str | None:
     return None
 
 
+def _call_into_float_atomics(fn, tainted: set[str]) -> Instruction | None:
+    """The first call of ``fn`` that may reach a function in ``tainted`` (an indirect call may
+    reach any), or None."""
+    for i in fn.instructions:
+        if i.opcode == "call":
+            c = _callee(i)
+            if c in tainted or (c is None and tainted):
+                return i
+    return None
+
+
 def _functions_with_float_atomics(module) -> set[str]:
     """Names of .func bodies that (transitively) contain float atomics to memory."""
     funcs = {f.name: f for f in module.functions if not f.is_entry and f.body is not None}
-    direct = {n for n, f in funcs.items()
-              if any(_logged(i) or _other_float_reduction(i) for i in f.instructions)}
+    tainted = {n for n, f in funcs.items()
+               if any(_logged(i) or _other_float_reduction(i) for i in f.instructions)}
     changed = True
     while changed:
         changed = False
         for n, f in funcs.items():
-            if n in direct:
-                continue
-            for i in f.instructions:
-                if i.opcode == "call":
-                    c = _callee(i)
-                    if (c is None and direct) or c in direct:
-                        direct.add(n)
-                        changed = True
-                        break
-    return direct
+            if n not in tainted and _call_into_float_atomics(f, tainted) is not None:
+                tainted.add(n)
+                changed = True
+    return tainted
 
 
 def float_atomic_sites(fn) -> list[Instruction]:
@@ -175,9 +180,7 @@ def has_float_atomics(ptx: str, kernel: str) -> bool:
         return False
     if float_atomic_sites(fn) or any(_other_float_reduction(i) for i in fn.instructions):
         return True
-    tainted = _functions_with_float_atomics(module)
-    return any(i.opcode == "call" and (_callee(i) in tainted or (_callee(i) is None and tainted))
-               for i in fn.instructions)
+    return _call_into_float_atomics(fn, _functions_with_float_atomics(module)) is not None
 
 
 def _refusal(module, fn, module_address_size) -> str | None:
@@ -188,14 +191,12 @@ def _refusal(module, fn, module_address_size) -> str | None:
     for inst in fn.instructions:
         if _other_float_reduction(inst):
             return f"`{inst.name}` is a float reduction the float-atomic log cannot record"
-    tainted = _functions_with_float_atomics(module)
-    for inst in fn.instructions:
-        if inst.opcode == "call":
-            c = _callee(inst)
-            if c in tainted or (c is None and tainted):
-                what = f"function {c}" if c else "a function through a pointer"
-                return (f"the kernel calls {what}, which contains float atomics (only atomics in the "
-                        f"kernel itself are logged)")
+    call = _call_into_float_atomics(fn, _functions_with_float_atomics(module))
+    if call is not None:
+        c = _callee(call)
+        what = f"function {c}" if c else "a function through a pointer"
+        return (f"the kernel calls {what}, which contains float atomics (only atomics in the "
+                f"kernel itself are logged)")
     du = fn.def_use if sites else None
     for inst in sites:
         op = _op(inst)

@@ -99,7 +99,7 @@ class BackendJudge(Judge):
             return self._verify(base_ptx, cand_ptx, spec, fresh=fresh)
 
     def _verify(self, base_ptx: str, cand_ptx: str, spec, *, fresh: bool):
-        from superopt.judge.check import BaselineRuns, check, run_baseline
+        from superopt.judge.check import ACCEPTED, BaselineRuns, Verdict, check, run_baseline
         # A captured spec is the program's real size (an inferred one scaled up for timing, a
         # stand-in for it): its sizes are fixed, and variation comes from the smaller shapes
         # checked beside it, so fewer sets of it suffice.
@@ -120,7 +120,6 @@ class BackendJudge(Judge):
         if cand_ptx == base_ptx:
             # "can nvcc's code be judged at this shape?" (the search screens shapes so): its two
             # runs per input set agreeing is the answer; a third run of the same code adds nothing
-            from superopt.judge.check import ACCEPTED, Verdict
             return Verdict(ACCEPTED, f"nvcc's own code: its two runs agree on each of {len(runs.valid)} input "
                                      f"sets", str(runs.policy), dict(runs.evidence))
         verdict = check(base_ptx, cand_ptx, spec, backend=self.backend, baseline=runs)
