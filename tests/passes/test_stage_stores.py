@@ -277,6 +277,9 @@ def transpose_case(kernel: str, w: int, h: int, block, rng):
 
 
 SIZES = [(37, 41), (64, 33), (1, 5), (100, 3), (5, 1), (32, 32)]
+# transpose_reread's two stores are 1024 elements apart: beyond w*h = 1024 one thread's
+# second store and another's first hit the same element (a race in nvcc's code itself)
+REREAD_SIZES = [(37, 27), (31, 33), (1, 5), (100, 3), (5, 1), (32, 32)]
 
 
 def test_harness_reference_and_poison():
@@ -350,8 +353,9 @@ def test_harness_catches_a_dropped_store_and_the_poison_shows_it():
 
 # --------------------------------------------------------------------------- baseline vs rewritten
 
-def _cases(kernel, sizes=SIZES):
+def _cases(kernel):
     block, _d, _k = POSITIVE[kernel]
+    sizes = REREAD_SIZES if kernel == "transpose_reread" else SIZES
     others = [b for b in [(16, 16, 1), (32, 4, 1), (32, 8, 1)] if b != block]
     for w, h in sizes:
         yield (w, h), block
@@ -552,7 +556,7 @@ def _mutated(kernel: str, block, edit) -> tuple[str, str]:
     return text, bad
 
 
-def _caught(base: str, bad: str, kernel: str, sizes=((37, 41), (64, 33))) -> list:
+def _caught(base: str, bad: str, kernel: str, sizes=((37, 27), (64, 15))) -> list:
     rng = np.random.default_rng(10)
     block, _d, _k = POSITIVE[kernel]
     seen = []
