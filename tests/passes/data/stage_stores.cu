@@ -72,6 +72,18 @@ __global__ void transpose_reread(float *out, const float *in, int w, int h, int 
   }
 }
 
+// Two stores of one thread to the same element (the load between them may alias the
+// first, so nvcc keeps both): K = 2 with equal offsets. Staged, the write-back must keep
+// their order (the second wins); refusing is as good. Launch as transpose_naive_16x16.
+__global__ void transpose_overwrite(float *out, const float *in, int w, int h) {
+  int x = blockIdx.x * 16 + threadIdx.x;
+  int y = blockIdx.y * 16 + threadIdx.y;
+  if (x < w && y < h) {
+    out[x * h + y] = in[y * w + x];
+    out[x * h + y] = in[y * w + x + w * h] + 1.0f;
+  }
+}
+
 // ---------------------------------------------------------------- already coalesced
 
 // The store's %tid.x coefficient is 4 (the element width): nothing to gain, never staged.
