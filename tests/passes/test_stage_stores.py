@@ -630,6 +630,29 @@ def _caught(base: str, bad: str, kernel: str, sizes=((37, 27), (64, 15))) -> lis
     return seen
 
 
+def _flip_flag_test(fn):
+    _before, after = _regions(fn)
+    setp = [i for i in after if i.opcode == "setp" and ({".eq", ".ne"} & set(i.modifiers))]
+    assert setp, "no setp.eq/ne after the barrier"
+    i = setp[0]
+    mods = tuple({".eq": ".ne", ".ne": ".eq"}.get(m, m) for m in i.modifiers)
+    fn.replace(i, i.with_(modifiers=mods))
+
+
+def test_other_blocks_take_the_fallback_path():
+    """With the staged path broken (flag test flipped), a launch with the block the pass was
+    given is caught and launches with other blocks still match: they run nvcc's code."""
+    _need_emulator()
+    k = "transpose_naive_32x8"
+    _text, bad = _mutated(k, (32, 8, 1), _flip_flag_test)
+    rng = np.random.default_rng(14)
+    for launch, broken in [((32, 8, 1), True), ((16, 16, 1), False), ((32, 4, 1), False),
+                           ((8, 32, 1), False), ((32, 8, 2), False)]:
+        grid, args = transpose_case(k, 37, 27, launch, rng)
+        why = differ(TEXT, bad, k, grid, launch, args)
+        assert (why is not None) == broken, (launch, why)
+
+
 def test_a_flipped_flag_test_is_caught():
     """The write-back stores a slot only when its flag bit is set; with the first
     setp.eq/ne after the barrier flipped it stores skipped slots' garbage and skips real
@@ -637,15 +660,7 @@ def test_a_flipped_flag_test_is_caught():
     _need_emulator()
     k = "transpose_naive_32x8"
 
-    def flip(fn):
-        _before, after = _regions(fn)
-        setp = [i for i in after if i.opcode == "setp" and ({".eq", ".ne"} & set(i.modifiers))]
-        assert setp, "no setp.eq/ne after the barrier"
-        i = setp[0]
-        mods = tuple({".eq": ".ne", ".ne": ".eq"}.get(m, m) for m in i.modifiers)
-        fn.replace(i, i.with_(modifiers=mods))
-
-    text, bad = _mutated(k, (32, 8, 1), flip)
+    text, bad = _mutated(k, (32, 8, 1), _flip_flag_test)
     assert _caught(TEXT, text, k) == []
     assert _caught(TEXT, bad, k), "a flipped flag test was not caught"
 
