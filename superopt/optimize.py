@@ -581,6 +581,22 @@ def _can_time(judge, options) -> bool:
 MAJOR_SHARE = 0.05          # a captured kernel with this share of GPU time gets twice the budget
 
 
+def _staging_block(choice) -> tuple | None:
+    """The block stage-stores specialises for: the first (timed) spec's. Any spec's block is
+    safe, since the rewrite tests %ntid at run time and runs nvcc's code for any other block.
+    None beside dynamic shared memory (its static arrays would add to the launch's)."""
+    specs = list(getattr(choice, "specs", None) or [])
+    def field(s, name, default=None):
+        return s.get(name, default) if isinstance(s, dict) else getattr(s, name, default)
+    if not specs or any(field(s, "shared_bytes", 0) for s in specs):
+        return None
+    block = field(specs[0], "block")
+    try:
+        return tuple(int(d) for d in block)
+    except (TypeError, ValueError):
+        return None
+
+
 def _kernel_options(options: SearchOptions, choice, deadline, share=None) -> SearchOptions:
     out = options
     if share is not None and share >= MAJOR_SHARE:
@@ -591,6 +607,9 @@ def _kernel_options(options: SearchOptions, choice, deadline, share=None) -> Sea
         # rely on its block.
         biggest = max((s.block for s in choice.specs), key=lambda b: b[0] * b[1] * b[2])
         out = replace(out, extra_params={**out.extra_params, "occupancy": {"block": tuple(biggest)}})
+    staged_block = _staging_block(choice)
+    if staged_block is not None:
+        out = replace(out, extra_params={**out.extra_params, "stage-stores": {"block": staged_block}})
     left = _time_left(deadline)
     if left is not None:
         out = replace(out, budget_s=max(0.0, min(out.budget_s, left - MIN_SEARCH_S)))

@@ -9,7 +9,7 @@ import ptx_ir
 from superopt.passes import param_grid, registry
 from superopt.search.candidates import Candidate, Step, make_candidate
 
-PASS_PRIORITY = ("vectorize-memory", "shared-padding", "warp-shuffle-reduction", "unroll",
+PASS_PRIORITY = ("stage-stores", "vectorize-memory", "shared-padding", "warp-shuffle-reduction", "unroll",
                  "address-arithmetic", "occupancy", "nounroll", "cache-hints")
 
 
