@@ -157,6 +157,16 @@ def test_refuses(kernel, block):
     assert emit_function(new.function(kernel)) == emit_function(MODULE.function(kernel))
 
 
+@pytest.mark.parametrize("kernel, block", [("transpose_naive_32x8", (32, 4, 1)),
+                                           ("transpose_naive_16x16", (32, 4, 1))])
+def test_refuses_a_block_without_a_full_sector_run(kernel, block):
+    """Block 32x4 on f32 transposes: the lanes' constant-coefficient coordinates (4 values of
+    %tid.y, 4 bytes apart) tile only 16 bytes, under one 32-byte sector: nothing to gain."""
+    _text, changes, new = rewrite(kernel, block)
+    assert changes == []
+    assert emit_function(new.function(kernel)) == emit_function(MODULE.function(kernel))
+
+
 @pytest.mark.parametrize("kernel", ["transpose_naive_32x8", "transpose_naive_16x16"])
 def test_a_second_application_does_nothing(kernel):
     """The rewritten kernel has a barrier and shared memory: the pass leaves it alone."""
@@ -187,7 +197,8 @@ def test_rewrites_assemble():
     asm = assemble(ptx_ir.emit(new), "sm_90")
     assert asm.ok, asm.log
     # and with a block the kernel was not written for
-    for kernel, block in (("transpose_naive_32x8", (16, 16, 1)), ("transpose_naive_16x16", (32, 4, 1))):
+    for kernel, block in (("transpose_naive_32x8", (16, 16, 1)), ("transpose_naive_16x16", (8, 32, 1)),
+                          ("transpose_naive_f64", (24, 5, 1))):
         text, changes, _ = rewrite(kernel, block)
         assert changes, kernel
         asm = assemble(text, "sm_90")
@@ -426,7 +437,7 @@ def test_specialised_for_another_block():
     k = "transpose_naive_32x8"
     rng = np.random.default_rng(6)
     failures = []
-    for given in [(16, 16, 1), (32, 4, 1)]:
+    for given in [(16, 16, 1), (8, 32, 1), (8, 8, 1)]:
         text, changes, _ = rewrite(k, given)
         assert changes, given
         for launch in [given, (32, 8, 1)]:
@@ -447,6 +458,7 @@ def test_odd_and_large_blocks():
     rng = np.random.default_rng(12)
     failures = []
     for kernel, given in [("transpose_naive_16x16", (24, 5, 1)), ("transpose_naive_32x8", (24, 5, 1)),
+                          ("transpose_naive_f64", (24, 5, 1)), ("transpose_naive_f64", (64, 4, 1)),
                           ("transpose_naive_f64", (32, 32, 1)), ("transpose_naive_32x8", (1024, 1, 1)),
                           ("transpose_naive_32x8", (32, 32, 1))]:
         text, changes, _ = rewrite(kernel, given)
