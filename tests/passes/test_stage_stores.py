@@ -78,6 +78,7 @@ NEGATIVE = [
     "neg_vector",              # st.global.v2
     "neg_trap",                # trap
     "neg_indirect",            # address from loaded data
+    "neg_wide_load",           # an 8-byte load after a 4-byte staged store
 ]
 BLOCKS = [(32, 8, 1), (16, 16, 1), (32, 4, 1), (64, 4, 1), (8, 8, 1)]
 

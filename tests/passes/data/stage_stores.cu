@@ -256,4 +256,15 @@ __global__ void neg_indirect(float *out, const float *in, const int *perm, int n
   if (i < n) out[perm[i]] = in[i];
 }
 
+// A load of another width (8 bytes) after a staged 4-byte store: a partial overlap could not
+// be forwarded exactly.
+__global__ void neg_wide_load(float *out, const float *in, const double *in2, int w, int h) {
+  int x = blockIdx.x * 16 + threadIdx.x;
+  int y = blockIdx.y * 16 + threadIdx.y;
+  if (x < w && y < h) {
+    out[x * h + y] = in[y * w + x];
+    out[x * h + y + 1024] = (float)in2[y * w + x];
+  }
+}
+
 }  // extern "C"
