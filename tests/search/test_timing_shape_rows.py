@@ -116,7 +116,7 @@ def test_the_limits_hold():
     # thread the threads never reach a wave, so no shape (nothing is scaled past the limit)
     tiny = softmax_rows(cols=3, grid=(1, 5, 1), block=(1, 1, 1))
     assert timing_shape(tiny) is None
-    assert timing_shape(tiny, min_threads=1).grid[1] == 5 * 8192 <= GRID_LIMITS[1]
+    assert timing_shape(tiny, max_factor=1 << 20, min_threads=1).grid[1] == 5 * 8192 <= GRID_LIMITS[1]
     # long f64 rows: 13 rows of 1e6 are 104 MB a buffer, 52 rows 416 MB: over MAX_BYTES
     long_rows = softmax_rows(cols=1_000_000, elem="f64")
     assert timing_shape(long_rows) is None
