@@ -212,8 +212,10 @@ def test_a_row_length_with_a_halo_is_not_grown_and_the_tracer_sees_it():
     module, fn = _kernel("cp_async.sm_90.ptx", "double_buffered_conv")
     spec = infer_specs(module, fn.name).specs[0]
     four = timing_shape(spec, max_factor=4, min_threads=1)
-    if four is None:
-        pytest.skip("inference fitted this kernel differently")
+    lengths = {b.name: b.length_expr for b in spec.buffers}
+    x = spec.kernel_params[0].name
+    if four is None or not str(lengths[x]).startswith("1665*"):
+        pytest.skip(f"inference fitted this kernel differently: {lengths}")
+    assert four.grid[0] == 52 and four.param(x).length_expr == lengths[x]
     problems = check_spec(module, fn, four)
-    grown = [b for b, b0 in zip(four.buffers, spec.buffers) if b.length_expr != b0.length_expr]
-    assert grown and (problems or all(b in grown for b in four.buffers))
+    assert any(f"buffer '{x}'" in p and "touches element" in p for p in problems), problems
