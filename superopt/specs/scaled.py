@@ -41,7 +41,7 @@ import ast
 import math
 from dataclasses import replace
 
-from superopt.specs.launch_spec import Buffer, LaunchSpec, Scalar, SpecError, expr_names
+from superopt.specs.launch_spec import Buffer, Bytes, LaunchSpec, Scalar, SpecError, expr_names
 
 __all__ = ["timing_shape", "scale_factor", "row_dim", "describe", "TARGET_BYTES", "TARGET_THREADS",
            "SCALED_SUFFIX", "MAX_TIMED_LAUNCH_S"]
@@ -138,8 +138,13 @@ def row_dim(spec: LaunchSpec) -> tuple[int, int, list[str]] | None:
     reads no ``blockIdx.x``) is an integer ``G >= 2``, and G divides a term's coefficient in
     the length of at least one buffer. None otherwise. Only that first dimension: in a grid
     [13, 5] whose x is bounded by something inference does not scale (a struct field), a
-    length 5 is a coincidence, not five rows."""
+    length 5 is a coincidence, not five rows. Nor a spec with a by-value struct holding
+    pointers: inference gives its 32-bit fields fixed primes (37, 53, ...), and one of them
+    may bound the rows (``if (blockIdx.x >= p.rows) return;`` with 13 blocks under 37 rows
+    looks like 13 rows of a family), past which a grown grid would only add idle blocks."""
     if any(expr_names(g) for g in spec.grid):
+        return None
+    if any(isinstance(p, Bytes) and p.pointers for p in spec.params):
         return None
     d = next((d for d, g in enumerate(spec.grid) if g != 1), None)
     g = spec.grid[d] if d is not None else None

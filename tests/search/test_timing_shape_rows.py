@@ -136,6 +136,20 @@ def test_the_limits_hold():
     assert big.grid[0] <= GRID_LIMITS[0]
 
 
+def test_a_struct_holding_pointers_may_bound_the_rows():
+    """``if (blockIdx.x >= p.rows) return;`` with p.rows = 37 (inference's fixed prime) and 13
+    blocks: the 13 blocks look like 13 rows of a family, but past 37 they would be idle."""
+    spec = inferred(LaunchSpec("rows_struct", grid=(13, 1, 1), block=(256, 1, 1), params=[
+        Bytes("p", 24, "00" * 16 + (37).to_bytes(4, "little").hex() + (53).to_bytes(4, "little").hex(),
+              pointers={0: "p_0", 8: "p_8"}),
+        Buffer("p_0", "f32", 13 * 53, "in", embedded=True), Buffer("p_8", "f32", 13 * 53, "out", embedded=True)]))
+    assert row_dim(spec) is None and timing_shape(spec) is None
+    # a struct without pointers (integer fields 3: a guard on one leaves 3 rows, not 13) does not
+    # stop it
+    plain = softmax_rows(more=[Bytes("q", 12, "03000000" * 3)])
+    assert row_dim(plain) == (0, 13, ["in", "out"])
+
+
 def test_no_size_parameter_at_all_but_rows_of_a_compile_time_length():
     """``in[blockIdx.x * 1024 + i]`` with COLS a #define: lengths 13*1024, still rows."""
     spec = inferred(LaunchSpec("k", grid=(13, 1, 1), block=(256, 1, 1), params=[
