@@ -63,7 +63,10 @@ DIMS = "xyz"
 
 
 def _scaled(spec: LaunchSpec, names: list[str], factor: int) -> LaunchSpec | None:
+    """``spec`` with the size parameters ``names`` times ``factor``; every size parameter's
+    other values dropped (a scaled shape is one launch, like a capture)."""
     params = []
+    sizes = set(spec.size_params())
     for p in spec.params:
         if isinstance(p, Scalar) and p.name in names:
             limit = INT_LIMITS.get(p.elem.size, 1 << 31) - 1
@@ -71,6 +74,8 @@ def _scaled(spec: LaunchSpec, names: list[str], factor: int) -> LaunchSpec | Non
             if value > limit:
                 return None
             params.append(replace(p, value=value, values=None))
+        elif isinstance(p, Scalar) and p.name in sizes:
+            params.append(replace(p, values=None))
         else:
             params.append(p)
     return replace(spec, params=params, vary_sizes=False, snapshot=None)
@@ -227,17 +232,38 @@ def timing_shape(spec: LaunchSpec, max_factor: int = MAX_FACTOR, min_threads: in
     A one-block-per-row spec (:func:`row_dim`: a constant grid, buffers whose lengths are
     multiples of it) scales its rows instead: the grid dimension and those multiples, by the
     same powers of two and within the same limits (and the grid's: 2^31 - 1 blocks in x, 65535
-    in y and z); its size parameters stay as inferred."""
+    in y and z); its size parameters stay as inferred. A spec whose grid grows with some of its
+    sizes only, where scaling all of them fills the bytes before the threads fill a wave (a
+    warp per row: grid ``cdiv(32*rows, 256)``, lengths ``rows*cols``), scales those alone."""
     if spec.snapshot:
         return None
+    step = _step(spec)
+    best = _grow(spec, step, max_factor, min_threads) if step is not None else None
+    if best is None:
+        return None
+    return replace(best, origin=f"{spec.origin or 'inferred'}{SCALED_SUFFIX}")
+
+
+def _step(spec: LaunchSpec):
+    """How ``spec`` grows: factor -> the spec at that factor (or None past a limit). Decided
+    at the default limits, so that a retry at a smaller factor stays in the same family."""
     rows = row_dim(spec)
     if rows is not None:
-        step = lambda f: _rows_scaled(spec, rows[0], f)        # noqa: E731
-    else:
-        names = spec.size_params()
-        if not names:
-            return None
-        step = lambda f: _scaled(spec, names, f)               # noqa: E731
+        return lambda f: _rows_scaled(spec, rows[0], f)
+    names = spec.size_params()
+    if not names:
+        return None
+    every = lambda f: _scaled(spec, names, f)                   # noqa: E731
+    in_grid = [n for n in names if any(n in expr_names(g) for g in spec.grid)]
+    if not in_grid or in_grid == names or _grow(spec, every, MAX_FACTOR, MIN_THREADS) is not None:
+        return every
+    # the grid grows with some sizes only (a warp per row: cdiv(32*rows, 256), lengths
+    # rows*cols): all of them by one factor, the bytes grow as its square and reach their cap
+    # before the threads fill a wave; the grid's sizes alone keep each row as inferred
+    return lambda f: _scaled(spec, in_grid, f)
+
+
+def _grow(spec: LaunchSpec, step, max_factor: int, min_threads: int) -> LaunchSpec | None:
     base = _measure(spec)
     if base is None:
         return None
@@ -256,6 +282,4 @@ def timing_shape(spec: LaunchSpec, max_factor: int = MAX_FACTOR, min_threads: in
         if threads >= TARGET_THREADS or total >= TARGET_BYTES:
             break
         factor *= 2
-    if best is None:
-        return None
-    return replace(best, origin=f"{spec.origin or 'inferred'}{SCALED_SUFFIX}")
+    return best

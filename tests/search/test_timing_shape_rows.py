@@ -233,3 +233,45 @@ def test_a_row_length_with_a_halo_is_not_grown_and_the_tracer_sees_it():
     assert four.grid[0] == 52 and four.param(x).length_expr == lengths[x]
     problems = check_spec(module, fn, four)
     assert any(f"buffer '{x}'" in p and "touches element" in p for p in problems), problems
+
+
+# --------------------------------------------------------------------------- a warp per row
+
+def test_a_warp_per_row_grows_its_rows_alone():
+    """grid cdiv(32*rows, 256), lengths rows*cols: rows and cols by one factor square the
+    bytes, which reach their cap while the threads are under a wave; rows alone fill it."""
+    small = inferred(LaunchSpec("ln", grid=("cdiv(32*rows, 256)", 1, 1), block=(256, 1, 1), params=[
+        Buffer("x", "f32", "rows*cols", "in"), Buffer("gamma", "f32", "cols", "in"),
+        Buffer("y", "f32", "rows*cols", "out"),
+        Scalar("rows", "s32", 193, values=[193, 127]), Scalar("cols", "s32", 163, values=[163, 97])]))
+    big = timing_shape(small)
+    f = big.param("rows").value // 193
+    assert big.param("rows").value == 193 * f and f >= 4 and big.param("cols").value == 163
+    assert big.param("rows").values is None and big.param("cols").values is None
+    threads, nbytes, _, rs = measure(big)
+    assert threads >= MIN_THREADS and nbytes <= MAX_BYTES and (threads >= TARGET_THREADS or nbytes >= TARGET_BYTES)
+    assert rs.grid[0] == -(-32 * 193 * f // 256)
+    assert scale_factor(small, big) == f and describe(small, big) == f"rows={193 * f}, cols=163"
+    # a retry at a quarter of the factor stays in the family (rows alone)
+    quarter = timing_shape(small, max_factor=f // 4, min_threads=1)
+    assert quarter.param("rows").value == 193 * f // 4 and quarter.param("cols").value == 163
+    # where one factor for all fills a wave, all of them grow, as before
+    square = replace(small, grid=("cdiv(rows*cols, 256)", 1, 1))
+    big = timing_shape(square)
+    assert big.param("cols").value > 163 and big.param("rows").value // 193 == big.param("cols").value // 163
+
+
+def test_layer_norm_warp_per_row_from_its_ptx():
+    """tests/corpus/src/transpose_softmax.cu: layer_norm(x, gamma, beta, y, rows, cols, eps), a
+    warp per row; at 4x the rows (small enough to trace) the lengths cover every access."""
+    from superopt.specs.inference import check_spec, infer_specs
+    module, fn = _kernel("transpose_softmax.sm_90.ptx", "layer_norm")
+    spec = infer_specs(module, fn.name).specs[0]
+    x, gamma, beta, y, rows, cols, eps = (p.name for p in spec.kernel_params)
+    assert rows in str(spec.grid[0]) and cols not in str(spec.grid[0])
+    big = timing_shape(spec)
+    assert big is not None and big.param(cols).value == spec.param(cols).value
+    assert big.param(rows).value >= 4 * spec.param(rows).value
+    assert measure(big)[0] >= MIN_THREADS
+    four = timing_shape(spec, max_factor=4, min_threads=1)
+    assert four.param(rows).value == 4 * spec.param(rows).value and check_spec(module, fn, four) == []
