@@ -301,12 +301,12 @@ def _with_timing_shape(judge: Judge, baseline_ptx: str, specs: list) -> tuple[li
         return specs, []
     if _split_by_cost(specs)[1]:
         return specs, []
-    from superopt.specs.scaled import MAX_TIMED_LAUNCH_S, scale_factor, timing_shape
+    from superopt.specs.scaled import MAX_TIMED_LAUNCH_S, describe, scale_factor, timing_shape
     big = timing_shape(specs[0])
     for _ in range(SCALED_TRIES):
         if big is None:
             return specs, []
-        sizes = ", ".join(f"{p.name}={p.value}" for p in big.scalars if p.name in big.size_params())
+        sizes = describe(specs[0], big)
         v = judge.verify(baseline_ptx, baseline_ptx, big)
         if v.status != "accepted":
             return specs, [f"no timing at scaled-up sizes ({sizes}): nvcc's own code cannot be judged there "

@@ -91,10 +91,10 @@ def test_nothing_to_scale():
     looping = inferred(LaunchSpec("k", grid=(13, 1, 1), block=(256, 1, 1), params=[
         Buffer("x", "f32", 4096, "inout"), Scalar("iters", "s32", 8)]))
     assert timing_shape(looping) is None
-    # one block per row, 13 rows (a grid inference could not tie to a size): longer rows
-    # would only make 13 blocks run longer
+    # one block per row, but no length is a multiple of the 13 blocks: nothing says what grows
+    # with them, and longer rows would only make 13 blocks run longer
     rows = inferred(LaunchSpec("k", grid=(13, 1, 1), block=(256, 1, 1), params=[
-        Buffer("x", "f32", "13*cols", "in"), Buffer("y", "f32", "13*cols", "out"),
+        Buffer("x", "f32", "12*cols", "in"), Buffer("y", "f32", "cols + 7", "out"),
         Scalar("cols", "s32", 1543)]))
     assert timing_shape(rows) is None
 
