@@ -341,6 +341,8 @@ def plan_staging(fn, block) -> tuple[StagingPlan | None, str]:
     if k > 1 and "unit" not in names_in_run:
         others.append(("unit", k))
     plan = StagingPlan(block, stores, width, [(n_, e) for n_, _, e in run], others, 0, {})
+    if plan.slots * (width + 8) > MAX_STAGE_BYTES:      # before the bank search, which walks every slot
+        return None, "the staging arrays would exceed the shared-memory budget"
     best = min((0, 32, 16, 8), key=lambda p: (_bank_conflicts(plan, p), p))
     plan.pad_every = best
     if plan.padded_slots * (width + 8) > MAX_STAGE_BYTES:
