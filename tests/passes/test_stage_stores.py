@@ -521,6 +521,27 @@ def test_judge_accepts_the_naive_transpose():
     assert v.status == "accepted", v.reason
 
 
+def test_judge_rejects_the_staged_transpose_without_its_barrier():
+    """The emulator's judge repeats every input set one warp at a time for kernels with
+    shared memory or barriers: without the bar.sync the first warp writes back slots the
+    others have not staged yet (poison, a flag bit set at random), and the check fails."""
+    _need_emulator()
+    from superopt.judge.check import check
+    from superopt.specs.launch_spec import LaunchSpec
+    k = "transpose_naive_32x8"
+    text, changes, _ = rewrite(k, (32, 8, 1))
+    broken = re.sub(r"\n\s*bar\.sync\s+0;", "\n", text)
+    assert changes and broken != text
+    spec = {"kernel": k, "grid": ["cdiv(w, 32)", "cdiv(h, 32)", 1], "block": [32, 8, 1],
+            "params": [
+                {"name": "out", "kind": "buffer", "type": "f32", "length": "w*h", "direction": "out"},
+                {"name": "in", "kind": "buffer", "type": "f32", "length": "w*h", "direction": "in"},
+                {"name": "w", "kind": "scalar", "type": "s32", "value": 45},
+                {"name": "h", "kind": "scalar", "type": "s32", "value": 38}]}
+    v = check(TEXT, broken, LaunchSpec.from_dict(spec), backend="emulator", sets=2, seed=11)
+    assert v.status == "rejected", v.summary()
+
+
 # --------------------------------------------------------------------------- aliasing
 
 def test_forwarding_through_an_aliased_output():

@@ -69,6 +69,23 @@ def _over_caps(input_sets: list) -> str | None:
     return None
 
 
+SERIAL_MAX_WARPS = 512      # a launch run one warp at a time costs ~(warps) x the issues
+
+
+def _schedule(set_index: int, fill: str, across_warps: bool, grid, block) -> str:
+    """The emulator's schedule for one launch. Every second launch of an input set (the
+    judge's repeat, ``fill == "zero"``) of a kernel whose warps share memory or barriers runs
+    one warp at a time, from the first warp up or the last down (alternating by set), as
+    long as the launch is small: a candidate that dropped a ``bar.sync`` then reads shared
+    memory its block has not written yet and fails, where the in-step min-PC schedule would
+    hide it. nvcc's own code gets the same schedules, so a kernel whose results depend on the
+    schedule shows as non-deterministic, as it would on a GPU."""
+    warps = math.prod(grid) * -(-math.prod(block) // 32)
+    if fill != "zero" or not across_warps or warps > SERIAL_MAX_WARPS:
+        return "min-pc"
+    return "warps-up" if int(set_index or 0) % 2 == 0 else "warps-down"
+
+
 class EmulatorBackend(Backend):
     name = "emulator"
 
@@ -84,12 +101,15 @@ class EmulatorBackend(Backend):
     def describe(self) -> dict:
         return {"backend": self.name, "name": "CPU emulator (numpy SIMT)", "numpy": np.__version__,
                 "fma_contraction": self.fma_contraction,
+                "schedule": ("threads at the smallest PC together; every input set's second launch of a "
+                             f"kernel with shared memory or barriers one warp at a time (up to {SERIAL_MAX_WARPS} warps)"),
                 "elapsed": "emulation wall time, not GPU time"}
 
     def run_many(self, ptx: str, spec, input_sets: list, *, timeout: float | None = None) -> list[RunResult]:
         from ptx_ir.errors import ParseError
         from superopt.judge.emulator import (Deadlock, KernelFault, LoadedModule, RunTimeout,
                                        UndefinedBehavior, Unsupported)
+        from superopt.judge.emulator.program import BAR
         from superopt.specs.launch_spec import Buffer, Bytes, Scalar
 
         n = len(input_sets)
@@ -106,7 +126,8 @@ class EmulatorBackend(Backend):
             return [RunResult("unsupported", error=f"emulator error loading the module: {type(e).__name__}: {e}")
                     for _ in range(n)]
         try:
-            dev.program(spec.kernel)
+            prog = dev.program(spec.kernel)
+            across_warps = prog.uses_shared or any(i.kind == BAR for i in prog.insts)
         except KeyError as e:
             return [RunResult("launch_error", error=f"no kernel {spec.kernel!r}: {e}") for _ in range(n)]
         except Unsupported as e:
@@ -170,6 +191,7 @@ class EmulatorBackend(Backend):
                 seed = int.from_bytes(os.urandom(8), "little")
                 t0 = time.perf_counter()
                 kw = {"chunk_lanes": self.chunk_lanes} if self.chunk_lanes else {}
+                kw["schedule"] = _schedule(s.index, fill, across_warps, grid, block)
                 stats = dev.launch(spec.kernel, grid, block, params, shared_bytes=int(rs.shared_bytes),
                                    timeout=limit, seed=seed, watch=watch, register_fill=fill, **kw)
                 r.guard_reads = stats.get("guard_reads", {})

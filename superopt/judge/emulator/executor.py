@@ -41,8 +41,11 @@ class Chunk:
     # (a register array must never be a view of another register or of param storage)
     DEBUG_ALIASING = False
 
-    def __init__(self, prog: Program, launch, first_block: int, nblocks: int, stats):
+    def __init__(self, prog: Program, launch, first_block: int, nblocks: int, stats,
+                 schedule: str = "min-pc"):
         self.prog = prog
+        # "warps-up"/"warps-down": one warp at a time (see SCHEDULES in runner.py)
+        self.serial = None if schedule == "min-pc" else schedule
         self.launch = launch
         self.heap = launch.heap
         self.stats = stats
@@ -52,6 +55,7 @@ class Chunk:
         self.B = nblocks
         self.N = N = nblocks * Tp
         self.all_lanes = np.arange(N, dtype=np.int64)
+        self.warp_of_lane = self.all_lanes // 32      # Tp is a multiple of 32: no warp spans blocks
         t = self.all_lanes % Tp
         b = self.all_lanes // Tp
         self.block_of_lane = b
@@ -776,7 +780,7 @@ class Chunk:
         self.nlive_now = nlive = int(live.sum())
         if nlive == 0:
             return
-        gi = np.flatnonzero(live)
+        gi = np.flatnonzero(live) if self.serial is None else None
         g_pc = prog.kernel.entry_pc
         full = True
         dense = nlive == N
@@ -800,6 +804,12 @@ class Chunk:
                     if cand.any():
                         break
                     nwait_warp = self._resolve_waits()
+                if self.serial is not None and back_events < 64 and turn <= 0:
+                    # one warp runs until it waits, exits or loops a while: the first (or last)
+                    # warp with a runnable thread; the others only when it cannot go on
+                    warps = self.warp_of_lane[cand]
+                    w = warps.min() if self.serial == "warps-up" else warps.max()
+                    cand = cand & (self.warp_of_lane == w)
                 pcs = np.where(cand, pc, INF)
                 if back_events >= 64 and turn <= 0:
                     # fairness: let the most advanced threads run for a while

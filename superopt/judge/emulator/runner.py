@@ -27,6 +27,7 @@ from superopt.judge.emulator.executor import Chunk, Poison
 from superopt.judge.emulator.program import Program
 
 DEFAULT_CHUNK_LANES = 32768
+SCHEDULES = ("min-pc", "warps-up", "warps-down")
 
 
 @dataclass
@@ -229,7 +230,8 @@ class LoadedModule:
 
     def launch(self, kernel: str, grid, block, params, *, shared_bytes: int = 0,
                timeout: float | None = None, max_steps: int = 1 << 40, seed: int | None = 0,
-               chunk_lanes: int = DEFAULT_CHUNK_LANES, watch=None, register_fill: str = "random") -> dict:
+               chunk_lanes: int = DEFAULT_CHUNK_LANES, watch=None, register_fill: str = "random",
+               schedule: str = "min-pc") -> dict:
         """Run one kernel launch to completion; returns statistics.
 
         Registers, shared and local memory start as random bits drawn from ``seed``
@@ -239,8 +241,17 @@ class LoadedModule:
         are counted in ``stats["guard_reads"]`` (name -> count, farthest bytes before the
         start / past the end).
 
+        ``schedule`` (:data:`SCHEDULES`): ``"min-pc"`` runs the threads at the smallest program
+        counter together, so the warps of a block move nearly in step; ``"warps-up"`` and
+        ``"warps-down"`` run one warp at a time, the first (last) one that can run, until it
+        waits at a barrier, exits or has looped a while. Both are schedules a GPU may pick; the
+        serial ones make a missing ``bar.sync`` (a warp reading shared memory that other warps
+        have not written yet) change the results, which min-PC, in step, hides.
+
         Raises Unsupported, KernelFault, UndefinedBehavior, Deadlock or RunTimeout.
         """
+        if schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}, not {schedule!r}")
         prog = self.program(kernel)
         grid = _dim3(grid)
         block = _dim3(block)
@@ -269,7 +280,7 @@ class LoadedModule:
         with np.errstate(all="ignore"):
             for b0 in range(0, nblocks, per):
                 nb = min(per, nblocks - b0)
-                Chunk(prog, L, b0, nb, stats).run()
+                Chunk(prog, L, b0, nb, stats, schedule).run()
         stats["seconds"] = time.perf_counter() - t0
         stats["cpu_seconds"] = time.process_time() - c0
         stats["printf"] = L.printf
