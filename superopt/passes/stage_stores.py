@@ -8,8 +8,10 @@ contiguous run. This pass does it at the PTX level, for the block shape the prog
 (``block``, from the launch spec), without knowing the strides' values:
 
 * Each of the kernel's K global stores ``[g] st.global.T [a], v`` becomes a write of ``v`` and
-  of the address ``a | 1`` (bit 0 marks "this store happened") into the thread's own slot of
-  two shared arrays; every slot is first set to 0 by its owner.
+  of the address plus one (0 marks "no store": the owner skipped it) into the thread's own slot
+  of two shared arrays; every slot is first set to 0 by its owner. For 2-, 4- and 8-byte stores
+  the address is even, so ``a + 1`` is never 0; a 1-byte store to address 2^64 - 1 (which
+  faults) would read as skipped.
 * Every exit (``ret``/``exit``) becomes a jump to an epilogue: ``bar.sync 0``, then each thread
   reads K slots of *other* threads, chosen so that the 32 lanes of a warp hold consecutive
   addresses, and performs the flagged stores with the original store's modifiers.
@@ -46,12 +48,14 @@ What the pass proves from the IR (else it returns [] and leaves the kernel alone
   ``.entry``; no loops (acyclic CFG); no nested ``{ }`` scopes; no shared memory, barrier,
   fence, atomic/reduction, call, trap, warp-collective, texture/surface, async copy or
   generic (space-less) memory access; every global store is a plain scalar ``st.global``
-  (cache operators allowed, no ordering or L2 hint) of one 4- or 8-byte width, with one
+  (cache operators allowed, no ordering or L2 hint) of one 1-, 2-, 4- or 8-byte width, with one
   modifier set, whose address is affine in ``%tid``/``%ctaid``/``%nctaid`` and parameters
   (no opaque registers), all K forms equal up to distinct constants; the ``%tid.x``
   coefficient is not already the element width (already coalesced: nothing to gain); a
   dense run of at least one 32-byte sector exists; global loads reachable from a staged
-  store are scalar, of the stores' width; 64-bit addresses; the staging arrays stay within
+  store are scalar, of the stores' width, and there are none after 1- or 2-byte stores (the
+  forwarded value would need the load's zero or sign extension); 64-bit addresses; the staging
+  arrays stay within
   ``MAX_STAGE_BYTES``; no ``.reqntid``/``.maxntid`` that contradicts ``block``.
 Assumed (stated, as :mod:`ptx_ir.affine` does): 32-bit index arithmetic does not overflow
 (it only matters for *choosing* the permutation; addresses are the owners' own).
@@ -211,7 +215,6 @@ def _bank_conflicts(plan: StagingPlan, pad_every: int) -> int:
     (4-byte banks; the value array), summed over warps."""
     saved = plan.pad_every
     plan.pad_every = pad_every
-    words = max(1, plan.width // 4)
     total = 0
     t = plan.threads
     for u in range(len(plan.stores)):
@@ -220,7 +223,7 @@ def _bank_conflicts(plan: StagingPlan, pad_every: int) -> int:
                 banks: dict = {}
                 for lane in range(w0, min(w0 + 32, t)):
                     o = u * t + lane if phase == "own" else plan.owner_slot(u * t + lane)
-                    word = plan.padded(o) * words
+                    word = plan.padded(o) * plan.width // 4        # 4-byte banks; one word is shared
                     banks.setdefault(word % 32, set()).add(word // 32)
                 total += max(len(v) for v in banks.values())
     plan.pad_every = saved
@@ -274,8 +277,8 @@ def plan_staging(fn, block) -> tuple[StagingPlan | None, str]:
         return None, "no global store" if not stores else "too many stores"
     first = stores[0]
     width = type_size(first.type) if first.type else 0
-    if width not in (4, 8):
-        return None, "store width is not 4 or 8 bytes"
+    if width not in (1, 2, 4, 8):
+        return None, "store width is not 1, 2, 4 or 8 bytes"
     for st in stores:
         if st.modifiers != first.modifiers or st.vector_width != 1:
             return None, "stores differ in type or modifiers, or are vectors"
@@ -353,6 +356,9 @@ def plan_staging(fn, block) -> tuple[StagingPlan | None, str]:
     for ld, idx in reach.items():
         if ld.space in LOAD_SPACES_SAFE:
             continue
+        if width < 4:
+            # a forwarded byte or half would have to be extended as the load extends it
+            return None, f"{ld.name} after a staged {width}-byte store"
         if ld.vector_width != 1 or not ld.type or type_size(ld.type) != width:
             return None, f"{ld.name} after a staged store has another width"
         a = isa.address_operand(ld)
@@ -402,7 +408,7 @@ def _slot_addr(em: _Emitter, array: str, p: Reg, size: int) -> Reg:
 
 
 def _value_reg_type(width: int) -> str:
-    return ".b32" if width == 4 else ".b64"
+    return {1: ".b16", 2: ".b16", 4: ".b32", 8: ".b64"}[width]
 
 
 def stage_stores_rewrite(fn, plan: StagingPlan) -> list[Change]:
@@ -493,7 +499,7 @@ def stage_stores_rewrite(fn, plan: StagingPlan) -> list[Change]:
             a = isa.address_operand(s)
             ea, ef = em.reg(".b64"), em.reg(".b64")
             em(I("add", ".s64", ea, a.base, a.offset or 0, guard=g),
-               I("or", ".b64", ef, ea, 1, guard=g),
+               I("add", ".s64", ef, ea, 1, guard=g),
                I("st", ".shared.u64", Addr(own_addr_slot[i]), ef, guard=g),
                I("st", f".shared{stype}", Addr(own_val_slot[i]), s.operands[1], guard=g))
             if i in flag:
@@ -549,13 +555,12 @@ def stage_stores_rewrite(fn, plan: StagingPlan) -> list[Change]:
         p = _padded(epi, o, plan.pad_every)
         sa = _slot_addr(epi, adrs, p, 8)
         sv = _slot_addr(epi, vals, p, width)
-        a, f, v = epi.reg(".b64"), epi.reg(".b64"), epi.reg(vtype)
+        a, v = epi.reg(".b64"), epi.reg(vtype)
         pf = epi.reg(".pred")
         epi(I("ld", ".shared.u64", a, Addr(sa)),
-            I("and", ".b64", f, a, 1),
-            I("setp", ".ne.b64", pf, f, 0),
-            I("xor", ".b64", a, a, 1),
-            I("ld", f".shared{vtype}", v, Addr(sv), guard=Guard(pf)),
+            I("setp", ".ne.b64", pf, a, 0),
+            I("sub", ".s64", a, a, 1),
+            I("ld", f".shared{stype}", v, Addr(sv), guard=Guard(pf)),
             Instruction("st", smods, (Addr(a), v), Guard(pf)))
     epi(Instruction("ret", (), ()))
 

@@ -57,6 +57,8 @@ POSITIVE = {
     "nchw_to_nhwc": ((32, 8, 1), np.float32, 1),
     "transpose_scale": ((32, 8, 1), np.float32, 4),
     "transpose_reread": ((16, 16, 1), np.float32, 2),
+    "transpose_u16": ((16, 16, 1), np.uint16, 1),
+    "transpose_u8": ((32, 32, 1), np.uint8, 1),
 }
 NEGATIVE = [
     "copy_coalesced",          # already coalesced: %tid.x coefficient == element width
@@ -66,8 +68,8 @@ NEGATIVE = [
     "neg_shared_nobar",        # shared memory (volatile), no barrier
     "neg_atomic",              # atom.global.add beside the strided store
     "neg_atomic_result",       # an atomic's result stored strided
-    "neg_u8",                  # 1-byte stores
-    "neg_u16",                 # 2-byte stores
+    "neg_u8",                  # 1-byte stores, 16 per run: under one 32-byte sector
+    "neg_u8_reread",           # a byte load after a staged byte store (forwarding would extend it)
     "neg_mixed_width",         # a 4-byte and an 8-byte store
     "neg_loaded_pointer",      # store address from a pointer loaded from memory
     "neg_generic",             # st.f32 without a state space
@@ -94,8 +96,8 @@ def test_fixture_has_the_expected_shapes():
         stores = [i for i in fn.instructions if i.opcode == "st" and i.space == ".global"]
         assert len(stores) == k, (name, stores)
         assert not fn.loops, name
-        width = {np.float32: 4, np.float64: 8}[dtype]
-        assert {i.type for i in stores} == {".f32" if width == 4 else ".f64"}, name
+        want = {np.float32: ".f32", np.float64: ".f64", np.uint16: ".u16", np.uint8: ".u8"}[dtype]
+        assert {i.type for i in stores} == {want}, name
     assert MODULE.function("neg_grid_stride").loops
     assert any(i.opcode == "bar" for i in MODULE.function("neg_syncthreads").instructions)
     assert any(op == "atom" for op, *_ in ops("neg_atomic"))
@@ -223,7 +225,7 @@ class Alias:
 
 
 def emulate(ptx: str, kernel: str, grid, block, args, *, seed=1, chunk_lanes=None,
-            register_fill="random") -> list[np.ndarray]:
+            register_fill="random", schedule="min-pc") -> list[np.ndarray]:
     """Run ``kernel`` and return every buffer's final bytes, guard zones included."""
     from superopt.judge.emulator import LoadedModule
     dev = LoadedModule(ptx)
@@ -246,7 +248,8 @@ def emulate(ptx: str, kernel: str, grid, block, args, *, seed=1, chunk_lanes=Non
         else:
             values.append(a)
     kw = {} if chunk_lanes is None else {"chunk_lanes": chunk_lanes}
-    dev.launch(kernel, grid, block, values, timeout=60, seed=seed, register_fill=register_fill, **kw)
+    dev.launch(kernel, grid, block, values, timeout=60, seed=seed, register_fill=register_fill,
+               schedule=schedule, **kw)
     return [dev.heap.read(base, n) for base, n in placed.values()]
 
 
@@ -261,9 +264,10 @@ def first_difference(a: list, b: list) -> str | None:
 def differ(base: str, cand: str, kernel, grid, block, args, **kw) -> str | None:
     """None when baseline and candidate leave every buffer bit-identical, with the candidate
     run under two shared-memory/register poison seeds, zeroed registers and one block per
-    scheduling chunk; else what differed. An emulator fault of the candidate is a difference."""
+    scheduling chunk, and one warp at a time (up and down); else what differed. An emulator fault of the candidate is a difference."""
     want = emulate(base, kernel, grid, block, args, **kw)
-    for run in ({"seed": 2}, {"seed": 3, "register_fill": "zero"}, {"seed": 4, "chunk_lanes": 1}):
+    for run in ({"seed": 2}, {"seed": 3, "register_fill": "zero"}, {"seed": 4, "chunk_lanes": 1},
+                {"seed": 5, "schedule": "warps-up"}, {"seed": 6, "schedule": "warps-down"}):
         try:
             got = emulate(cand, kernel, grid, block, args, **{**kw, **run})
         except Exception as exc:  # noqa: BLE001 - a crash of the candidate is a mismatch
@@ -283,11 +287,13 @@ def transpose_case(kernel: str, w: int, h: int, block, rng):
     """(grid, args, out index) for the transposes, grid from the block the kernel is
     written for (so another launch block covers a different part of the matrix)."""
     tile_block, dtype, _k = POSITIVE.get(kernel, ((32, 8, 1), np.float32, 0))
-    tile = 32 if tile_block == (32, 8, 1) else 16
+    tile = tile_block[0]
     grid = (cdiv(w, tile), cdiv(h, tile), 1)
     n = w * h
     if dtype == np.float64:
         data = rng.standard_normal(n).astype(np.float64)
+    elif np.issubdtype(dtype, np.integer):
+        data = rng.integers(0, np.iinfo(dtype).max, n, dtype=dtype, endpoint=True)
     else:
         data = rng.standard_normal(n).astype(np.float32)
     out = poison(n * np.dtype(dtype).itemsize, rng)

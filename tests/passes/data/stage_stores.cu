@@ -162,11 +162,31 @@ __global__ void neg_u8(unsigned char *out, const unsigned char *in, int w, int h
   if (x < w && y < h) out[x * h + y] = in[y * w + x];
 }
 
-// 2-byte stores.
-__global__ void neg_u16(unsigned short *out, const unsigned short *in, int w, int h) {
+// 2-byte stores (a half-precision layout change). Launch: block (16, 16): 16 halves = one
+// 32-byte sector per run, so the pass fires.
+__global__ void transpose_u16(unsigned short *out, const unsigned short *in, int w, int h) {
   int x = blockIdx.x * 16 + threadIdx.x;
   int y = blockIdx.y * 16 + threadIdx.y;
   if (x < w && y < h) out[x * h + y] = in[y * w + x];
+}
+
+// 1-byte stores (an image transpose). Launch: block (32, 32): 32 bytes per run, so it fires
+// (neg_u8, with a 16-wide tile, has only 16 bytes and is refused).
+__global__ void transpose_u8(unsigned char *out, const unsigned char *in, int w, int h) {
+  int x = blockIdx.x * 32 + threadIdx.x;
+  int y = blockIdx.y * 32 + threadIdx.y;
+  if (x < w && y < h) out[x * h + y] = in[y * w + x];
+}
+
+// A byte transpose that reads back what it stored (out == in + d): the pass refuses it, since
+// a forwarded byte would have to be zero-extended as the load does.
+__global__ void neg_u8_reread(unsigned char *out, const unsigned char *in, int w, int h, int d) {
+  int x = blockIdx.x * 32 + threadIdx.x;
+  int y = blockIdx.y * 32 + threadIdx.y;
+  if (x < w && y < h) {
+    out[x * h + y] = in[y * w + x];
+    out[x * h + y + d] = in[y * w + x + d];
+  }
 }
 
 // Mixed widths: a 4-byte and an 8-byte strided store.
