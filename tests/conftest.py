@@ -34,3 +34,15 @@ def pytest_collection_modifyitems(config, items):
     skip = pytest.mark.skip(reason=f"needs a GPU: {why}")
     for item in gpu_items:
         item.add_marker(skip)
+
+
+@pytest.fixture(scope="module")
+def gpu():
+    """The judge's GPU backend, one per test module (skips where none is usable)."""
+    from superopt.judge.backends.gpu import GpuBackend
+    b = GpuBackend()
+    ok, why = b.available()
+    if not ok:
+        pytest.skip(why)
+    yield b
+    b.close()

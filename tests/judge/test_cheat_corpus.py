@@ -126,16 +126,6 @@ def test_emulator_verdict(name, which):
 
 # ---------------------------------------------------------------- on a GPU (the lead's H200)
 
-@pytest.fixture(scope="module")
-def gpu():
-    from superopt.judge.backends.gpu import GpuBackend
-    b = GpuBackend()
-    ok, why = b.available()
-    if not ok:
-        pytest.skip(why)
-    yield b
-    b.close()
-
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("which", ["explicit", "inferred"])

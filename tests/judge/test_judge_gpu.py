@@ -4,7 +4,6 @@ Kernels: tests/judge/kernels/judge.cu (variants, PTX committed under kernels/ptx
 by kernels/build_ptx.py). Spec: kernels/judge.toml (n = 100000, not a multiple of 256)."""
 import pytest
 
-from superopt.judge.backends.gpu import GpuBackend
 from superopt.judge.check import ACCEPTED, COULD_NOT_JUDGE, REJECTED, check
 from superopt.specs.launch_spec import load_spec
 from superopt.judge.timing import time_pair
@@ -14,16 +13,6 @@ pytestmark = pytest.mark.gpu
 
 SPEC = judge_spec()
 KP = KERNELS / "ptx"
-
-
-@pytest.fixture(scope="module")
-def gpu():
-    b = GpuBackend()
-    ok, why = b.available()
-    if not ok:
-        pytest.skip(why)
-    yield b
-    b.close()
 
 
 def test_device_info(gpu):

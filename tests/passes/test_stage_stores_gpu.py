@@ -21,17 +21,6 @@ pytestmark = pytest.mark.gpu
 TEXT = ptx_ir.emit(load("stage_stores.ptx"))
 
 
-@pytest.fixture(scope="module")
-def gpu():
-    from superopt.judge.backends.gpu import GpuBackend
-    b = GpuBackend()
-    ok, why = b.available()
-    if not ok:
-        pytest.skip(why)
-    yield b
-    b.close()
-
-
 def _staged(kernel: str, block) -> str:
     module = ptx_ir.parse(TEXT)
     fn = next(f for f in module.kernels if f.name == kernel)
