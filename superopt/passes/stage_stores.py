@@ -63,6 +63,7 @@ Assumed (stated, as :mod:`ptx_ir.affine` does): 32-bit index arithmetic does not
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 import networkx as nx
 
@@ -93,17 +94,17 @@ ORDERING = frozenset({".volatile", ".relaxed", ".acquire", ".release", ".mmio", 
                       ".acq_rel", ".weak"})
 
 
+@dataclass(eq=False)
 class StagingPlan:
     """What the analysis found: the stores, the coordinates and the permutation."""
 
-    def __init__(self, block, stores, width, run, others, pad_every, forwards):
-        self.block = block                 # (bx, by, bz)
-        self.stores = stores               # [Instruction] in topological order
-        self.width = width                 # bytes per stored element
-        self.run = run                     # [(coordinate, extent)] of the dense run, fastest first
-        self.others = others               # [(coordinate, extent)] the rest
-        self.pad_every = pad_every         # one padding slot every this many slots (0: none)
-        self.forwards = forwards           # load Instruction -> [store index] that may precede it
+    block: tuple                # (bx, by, bz)
+    stores: list                # [Instruction]; their index is the "unit" coordinate
+    width: int                  # bytes per stored element
+    run: list                   # [(coordinate, extent)] of the dense run, fastest first
+    others: list                # [(coordinate, extent)] the rest
+    pad_every: int = 0          # one padding slot every this many slots (0: none)
+    forwards: dict = field(default_factory=dict)   # load Instruction -> [store index] before it
 
     @property
     def threads(self) -> int:
