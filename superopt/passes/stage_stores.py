@@ -74,7 +74,7 @@ from ptx_ir.nodes import (Addr, Guard, Imm, Instruction, Label, Reg, ScopeClose,
 from superopt.passes import Change, register
 from superopt.passes._loop_tools import I, bra, register_type
 
-__all__ = ["stage_stores", "plan_staging", "StagingPlan"]
+__all__ = ["stage_stores", "plan_staging", "StagingPlan", "kernel_eligibility", "dense_run"]
 
 MAX_STAGE_BYTES = 40 * 1024     # static shared memory the staging may add (48 KiB is the limit)
 MAX_STORES = 32
@@ -231,47 +231,118 @@ def _bank_conflicts(plan: StagingPlan, pad_every: int) -> int:
     return total
 
 
-def plan_staging(fn, block) -> tuple[StagingPlan | None, str]:
-    """The staging plan for ``fn`` launched with ``block``, or (None, why not)."""
+def kernel_eligibility(fn, block) -> tuple[tuple | None, list | None, str]:
+    """(block normalised, instructions in topological order, "") when ``fn`` is a kernel the
+    staging passes handle, else (None, None, why not): an acyclic ``.entry`` without nested
+    scopes, shared memory, barriers, fences, atomics, calls, traps, warp collectives or generic
+    or ordered accesses, whose ``.reqntid``/``.maxntid`` agree with ``block``."""
     block = _normalise_block(block)
     if block is None:
-        return None, "no usable launch block"
+        return None, None, "no usable launch block"
     if not fn.is_entry or fn.body is None:
-        return None, "not a kernel"
+        return None, None, "not a kernel"
     if any(isinstance(s, (ScopeOpen, ScopeClose)) for s in fn.body):
-        return None, "nested scopes"
+        return None, None, "nested scopes"
     for name in (".reqntid", ".maxntid"):
         d = fn.directive(name)
         if d is not None:
             dims = [int(str(a)) for a in d.args if str(a).strip() not in (",", "")]
             dims += [1] * (3 - len(dims))
             if name == ".reqntid" and tuple(dims) != block:
-                return None, f"{name} differs from the block"
+                return None, None, f"{name} differs from the block"
             if name == ".maxntid" and math.prod(dims) < math.prod(block):
-                return None, f"{name} is smaller than the block"
+                return None, None, f"{name} is smaller than the block"
     if any(isinstance(s, VarDecl) and s.space.startswith(".shared") for s in fn.body):
-        return None, "the kernel uses shared memory"
+        return None, None, "the kernel uses shared memory"
     if fn.loops:
-        return None, "the kernel has loops"
+        return None, None, "the kernel has loops"
     order = _topological(fn)
     if order is None:
-        return None, "cyclic control flow"
-    stores: list[Instruction] = []
+        return None, None, "cyclic control flow"
     for inst in order:
         op = inst.opcode
         if op in REFUSED_OPCODES or inst.name.startswith(("cvta.to.shared", "cvta.shared")):
-            return None, f"{inst.name} is not handled"
+            return None, None, f"{inst.name} is not handled"
         if not isa.touches_memory(inst) and op != "prefetch":
             continue
         space = inst.space
         if space is None or space.startswith(".shared"):
-            return None, f"{inst.name}: generic or shared access"
+            return None, None, f"{inst.name}: generic or shared access"
         if set(inst.modifiers) & ORDERING:
-            return None, f"{inst.name}: ordered access"
+            return None, None, f"{inst.name}: ordered access"
+    return block, order, ""
+
+
+def dense_run(forms: list, width: int, block) -> tuple[list | None, list, list, str]:
+    """The permutation's coordinates for K accesses of ``width`` bytes with address forms
+    ``forms``: (unit order, run, others, "") or (None, [], [], why not). ``unit order`` lists
+    the access indices sorted by their constant offset (the "unit" coordinate's order);
+    ``run`` the coordinates that tile consecutive elements, fastest first, as (name, extent);
+    ``others`` the remaining coordinates."""
+    deltas = []
+    for f in forms:
+        d = f - forms[0]
+        if not d.is_constant:
+            return None, [], [], "the addresses differ by more than a constant"
+        deltas.append(d.constant)
+    if len(set(deltas)) != len(deltas):
+        return None, [], [], "two accesses of a thread share an address"
+    split = _split_tid(forms[0], block)
+    if split is None:
+        return None, [], [], "a thread index appears non-linearly"
+    coeff, _rest = split
+    cx = coeff["%tid.x"]
+    if cx.is_constant and cx.constant == width:
+        return None, [], [], "the accesses are already coalesced"
+    coords = []                    # (name, coefficient or None, extent)
+    for t, n in zip(TID, block):
+        if n > 1:
+            c = coeff[t]
+            coords.append((t, c.constant if c.is_constant else None, n))
+    k = len(forms)
+    unit_coef = None
+    if k > 1:
+        ds = sorted(deltas)
+        step = ds[1] - ds[0]
+        if all(ds[i] - ds[0] == i * step for i in range(k)):
+            unit_coef = step
+    # The dense run: coordinates tiling w, w*n1, w*n1*n2, ...
+    pool = [(n_, c, e) for n_, c, e in coords if c is not None and c > 0]
+    if unit_coef is not None and unit_coef > 0:
+        pool.append(("unit", unit_coef, k))
+    run: list = []
+    need = width
+    while True:
+        hit = [p for p in pool if p[1] == need and p not in run]
+        if not hit:
+            break
+        run.append(hit[0])
+        need *= hit[0][2]
+    length = math.prod(e for _, _, e in run)
+    if length * width < 32:
+        return None, [], [], "no run of a full 32-byte sector"
+    # The unit coordinate is in sorted-delta order.
+    unit_order = list(range(k))
+    if any(n_ == "unit" for n_, _, _ in run) or unit_coef is not None:
+        unit_order = sorted(range(k), key=lambda i: deltas[i])
+    names_in_run = {n_ for n_, _, _ in run}
+    others = [(n_, e) for n_, _, e in coords if n_ not in names_in_run]
+    if k > 1 and "unit" not in names_in_run:
+        others.append(("unit", k))
+    return unit_order, [(n_, e) for n_, _, e in run], others, ""
+
+
+def plan_staging(fn, block) -> tuple[StagingPlan | None, str]:
+    """The staging plan for ``fn`` launched with ``block``, or (None, why not)."""
+    block, order, why = kernel_eligibility(fn, block)
+    if block is None:
+        return None, why
+    stores: list[Instruction] = []
+    for inst in order:
         if isa.is_store(inst):
-            if space == ".local":
+            if inst.space == ".local":
                 continue
-            if op != "st" or space != ".global":
+            if inst.opcode != "st" or inst.space != ".global":
                 return None, f"{inst.name} is not handled"
             stores.append(inst)
     if not stores or len(stores) > MAX_STORES:
@@ -295,56 +366,11 @@ def plan_staging(fn, block) -> tuple[StagingPlan | None, str]:
         if m is None or m.affine is None or not _allowed_atoms(m.affine):
             return None, "a store address is not affine in the launch and parameters"
         forms.append(m.affine)
-    deltas = []
-    for f in forms:
-        d = f - forms[0]
-        if not d.is_constant:
-            return None, "the stores' addresses differ by more than a constant"
-        deltas.append(d.constant)
-    if len(set(deltas)) != len(deltas):
-        return None, "two stores of a thread share an address"
-    split = _split_tid(forms[0], block)
-    if split is None:
-        return None, "a thread index appears non-linearly"
-    coeff, _rest = split
-    cx = coeff["%tid.x"]
-    if cx.is_constant and cx.constant == width:
-        return None, "the stores are already coalesced"
-    coords = []                    # (name, coefficient or None, extent)
-    for t, n in zip(TID, block):
-        if n > 1:
-            c = coeff[t]
-            coords.append((t, c.constant if c.is_constant else None, n))
-    k = len(stores)
-    unit_coef = None
-    if k > 1:
-        ds = sorted(deltas)
-        step = ds[1] - ds[0]
-        if all(ds[i] - ds[0] == i * step for i in range(k)):
-            unit_coef = step
-    # The dense run: coordinates tiling w, w*n1, w*n1*n2, ...
-    pool = [(n_, c, e) for n_, c, e in coords if c is not None and c > 0]
-    if unit_coef is not None and unit_coef > 0:
-        pool.append(("unit", unit_coef, k))
-    run: list = []
-    need = width
-    while True:
-        hit = [p for p in pool if p[1] == need and p not in run]
-        if not hit:
-            break
-        run.append(hit[0])
-        need *= hit[0][2]
-    length = math.prod(e for _, _, e in run)
-    if length * width < 32:
-        return None, "no run of a full 32-byte sector to write"
-    # The unit coordinate is in sorted-delta order: reorder the stores accordingly.
-    if any(n_ == "unit" for n_, _, _ in run) or unit_coef is not None:
-        stores = [s for _, s in sorted(zip(deltas, stores), key=lambda p: p[0])]
-    names_in_run = {n_ for n_, _, _ in run}
-    others = [(n_, e) for n_, _, e in coords if n_ not in names_in_run]
-    if k > 1 and "unit" not in names_in_run:
-        others.append(("unit", k))
-    plan = StagingPlan(block, stores, width, [(n_, e) for n_, _, e in run], others, 0, {})
+    unit_order, run, others, why = dense_run(forms, width, block)
+    if unit_order is None:
+        return None, why
+    stores = [stores[i] for i in unit_order]
+    plan = StagingPlan(block, stores, width, run, others, 0, {})
     if plan.slots * (width + 8) > MAX_STAGE_BYTES:      # before the bank search, which walks every slot
         return None, "the staging arrays would exceed the shared-memory budget"
     best = min((0, 32, 16, 8), key=lambda p: (_bank_conflicts(plan, p), p))
