@@ -273,6 +273,31 @@ def test_forwarding_through_an_aliased_output():
     assert not failures, "\n".join(failures)
 
 
+def test_specialised_for_other_blocks():
+    """The pass given blocks the kernel was not written for (whole warps and not: 24x5 is 120
+    threads): what it rewrites assembles and matches nvcc's code launched with that block and
+    with the kernel's own."""
+    _need_emulator()
+    k = "ld_transpose_32x8"
+    rng = np.random.default_rng(12)
+    failures, fired = [], 0
+    for given in [(16, 16, 1), (8, 32, 1), (24, 5, 1)]:
+        text, changes = rewrite(k, given)
+        if not changes:
+            continue
+        fired += 1
+        if ptxas_path():
+            asm = assemble(text, "sm_90")
+            assert asm.ok, asm.log
+        for launch in [given, (32, 8, 1)]:
+            grid, args, _ = case(k, 37, 41, rng)
+            why = differ(TEXT, text, k, grid, launch, args)
+            if why:
+                failures.append(f"given {given}, launched {launch}: {why}")
+    assert fired >= 2
+    assert not failures, "\n".join(failures)
+
+
 # --------------------------------------------------------------------------- broken rewrites
 
 def _barriers(fn):
@@ -394,3 +419,42 @@ def test_judge_accepts_and_rejects_without_a_barrier():
         broken = _mutated("ld_transpose_32x8", lambda fn: fn.remove(_barriers(fn)[which]))
         v = check(TEXT, broken, LaunchSpec.from_dict(SPEC), backend="emulator", sets=2, seed=11)
         assert v.status == "rejected", (which, v.summary())
+
+
+# --------------------------------------------------------------------------- the corpus
+
+@needs_ptxas
+def test_stage_loads_on_the_corpus():
+    """Over the committed corpus sample at four blocks every rewrite validates, prints, parses
+    again and assembles. It fires on an array-of-structures reader (four floats per thread, 16
+    bytes apart per lane) and not on the corpus's naive transpose (its loads are coalesced)."""
+    from tests.passes.data.unroll_tools import run_on_corpus
+    grid = [{"block": b} for b in ((32, 8, 1), (256, 1, 1), (16, 16, 1), (32, 32, 1))]
+    result = run_on_corpus(PASS, grid=grid)
+    assert not result.failures, result.failures[:5]
+    fired = {name for per in result.fired.values() for name in per}
+    assert any("scale_unroll4_contiguous" in n for n in fired)
+    assert "_Z15transpose_naivePKfPfii" not in fired
+
+
+def test_an_array_of_structures_reader_is_judged_equal():
+    """scale_unroll4_contiguous (corpus), staged for block 256: the project's check on the
+    emulator at a size that is not a multiple of 4*256, launched with 256 and with 128."""
+    _need_emulator()
+    from superopt.judge.check import check
+    from superopt.specs.launch_spec import LaunchSpec
+    from tests.passes.data.unroll_tools import corpus_text
+    text = corpus_text("ptx/elementwise.sm_90.ptx")
+    module = ptx_ir.parse(text)
+    k = next(f.name for f in module.kernels if "scale_unroll4_contiguous" in f.name)
+    assert get_pass(PASS)(module.function(k), block=(256, 1, 1))
+    staged = ptx_ir.emit(module)
+    for block in ((256, 1, 1), (128, 1, 1)):
+        spec = LaunchSpec.from_dict({"kernel": k, "grid": [f"cdiv(n, {4 * block[0]})", 1, 1], "block": list(block),
+                                     "params": [{"name": "in", "kind": "buffer", "type": "f32", "length": "n"},
+                                                {"name": "out", "kind": "buffer", "type": "f32", "length": "n",
+                                                 "direction": "out"},
+                                                {"name": "s", "kind": "scalar", "type": "f32", "value": 1.5},
+                                                {"name": "n", "kind": "scalar", "type": "s32", "value": 3001}]})
+        v = check(text, staged, spec, backend="emulator", sets=2, seed=7)
+        assert v.status == "accepted", f"block {block}: {v.summary()}"
