@@ -62,8 +62,6 @@ matters for *choosing* the permutation; addresses are the owners' own).
 """
 from __future__ import annotations
 
-import math
-
 from ptx_ir import isa
 from ptx_ir.dataflow import ENTRY
 from ptx_ir.nodes import Addr, Guard, Imm, Instruction, Label, Reg, Sym, VarDecl, operand_registers, type_size

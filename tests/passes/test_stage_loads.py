@@ -20,7 +20,6 @@ cd tests/passes/data && nvcc -ptx -arch=sm_90 -O3 stage_loads.cu -o stage_loads.
 """
 from __future__ import annotations
 
-import re
 
 import numpy as np
 import pytest
