@@ -582,8 +582,9 @@ MAJOR_SHARE = 0.05          # a captured kernel with this share of GPU time gets
 
 
 def _staging_block(choice) -> tuple | None:
-    """The block stage-stores specialises for: the first (timed) spec's. Any spec's block is
-    safe, since the rewrite tests %ntid at run time and runs nvcc's code for any other block.
+    """The block stage-stores and stage-loads specialise for: the first (timed) spec's. Any
+    spec's block is safe, since each rewrite tests %ntid at run time and runs nvcc's code for
+    any other block.
     None beside dynamic shared memory (its static arrays would add to the launch's)."""
     specs = list(getattr(choice, "specs", None) or [])
     def field(s, name, default=None):
@@ -609,7 +610,8 @@ def _kernel_options(options: SearchOptions, choice, deadline, share=None) -> Sea
         out = replace(out, extra_params={**out.extra_params, "occupancy": {"block": tuple(biggest)}})
     staged_block = _staging_block(choice)
     if staged_block is not None:
-        out = replace(out, extra_params={**out.extra_params, "stage-stores": {"block": staged_block}})
+        out = replace(out, extra_params={**out.extra_params, "stage-stores": {"block": staged_block},
+                                         "stage-loads": {"block": staged_block}})
     left = _time_left(deadline)
     if left is not None:
         out = replace(out, budget_s=max(0.0, min(out.budget_s, left - MIN_SEARCH_S)))

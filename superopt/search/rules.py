@@ -9,8 +9,9 @@ import ptx_ir
 from superopt.passes import param_grid, registry
 from superopt.search.candidates import Candidate, Step, make_candidate
 
-PASS_PRIORITY = ("stage-stores", "vectorize-memory", "shared-padding", "warp-shuffle-reduction", "unroll",
-                 "address-arithmetic", "occupancy", "nounroll", "cache-hints")
+PASS_PRIORITY = ("stage-stores", "stage-loads", "vectorize-memory", "shared-padding",
+                 "warp-shuffle-reduction", "unroll", "address-arithmetic", "occupancy", "nounroll",
+                 "cache-hints")
 
 
 def priority(name: str) -> int:

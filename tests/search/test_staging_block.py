@@ -1,4 +1,4 @@
-"""Which block the search gives stage-stores: the first (timed) spec's, from specs as objects or
+"""Which block the search gives stage-stores and stage-loads: the first (timed) spec's, from specs as objects or
 as dicts (a lockfile's or a toml's), and none beside dynamic shared memory."""
 from types import SimpleNamespace
 
@@ -18,6 +18,7 @@ def test_the_first_specs_block_is_given_to_stage_stores():
     assert _staging_block(choice) == (32, 8, 1)
     opts = _kernel_options(SearchOptions(), choice, None)
     assert opts.extra_params["stage-stores"] == {"block": (32, 8, 1)}
+    assert opts.extra_params["stage-loads"] == {"block": (32, 8, 1)}
 
 
 def test_dict_specs_and_dynamic_shared_memory():
@@ -26,4 +27,4 @@ def test_dict_specs_and_dynamic_shared_memory():
     assert _staging_block(SimpleNamespace(specs=[])) is None
     assert _staging_block(None) is None
     opts = _kernel_options(SearchOptions(), SimpleNamespace(specs=[_spec((32, 8, 1), shared=4096)], origin="inferred"), None)
-    assert "stage-stores" not in opts.extra_params
+    assert "stage-stores" not in opts.extra_params and "stage-loads" not in opts.extra_params
