@@ -45,14 +45,14 @@ Why results stay the same (the argument the checks below make sound):
   not define, so reading the value from before the block's stores is one allowed outcome.
 
 What the pass proves from the IR (else it returns [] and leaves the kernel alone): the kernel
-conditions of stage-stores (:func:`~superopt.passes.stage_stores.kernel_eligibility`: an
+conditions of stage-stores (:func:`~superopt.passes._staging.kernel_eligibility`: an
 acyclic ``.entry``, no shared memory, barrier, fence, atomic, call, trap, warp collective or
 generic/ordered access, ``.reqntid``/``.maxntid`` consistent); no ``.local`` access; every
 global load is a scalar ``ld.global`` (``.nc`` and cache operators allowed), of one 1-, 2-,
 4- or 8-byte type and one modifier set, with a 64-bit register address that is affine in
 ``%tid``/``%ctaid``/``%nctaid`` and parameters, all K forms equal up to distinct constants,
 ``%tid.x`` coefficient not the element width (already coalesced), a dense run of at least one
-32-byte sector (:func:`~superopt.passes.stage_stores.dense_run`); the loaded values feed no
+32-byte sector (:func:`~superopt.passes._staging.dense_run`); the loaded values feed no
 branch, guard or address (def-use taint); a global store that can precede a staged load is
 scalar, of the load's width (4 or 8 bytes: a forwarded byte or half would need the load's
 extension), with a 64-bit register address, and the load's destination has the load's size;
@@ -64,13 +64,14 @@ from __future__ import annotations
 
 from ptx_ir import isa
 from ptx_ir.dataflow import ENTRY
-from ptx_ir.nodes import Addr, Guard, Imm, Instruction, Label, Reg, Sym, VarDecl, operand_registers, type_size
+from ptx_ir.nodes import Addr, Guard, Imm, Instruction, Label, Reg, VarDecl, operand_registers, type_size
 from superopt.passes import Change, register
 from superopt.passes._loop_tools import I, bra, register_type
-from superopt.passes.stage_stores import (MAX_STAGE_BYTES, NTID, StagingPlan, _allowed_atoms,
-                                          _bank_conflicts, _const_div_mod, _Emitter, _padded,
-                                          _reaching_stores, _slot_addr, _value_reg_type,
-                                          dense_run, kernel_eligibility)
+from superopt.passes._staging import (Emitter, StagingPlan, allowed_atoms, array_names, choose_padding,
+                                      dense_run, forward_to_load, forwarding_registers,
+                                      kernel_eligibility, permuted_slot, prologue, reaching_stores,
+                                      remember_store, renamer, retarget, staging_arrays, u64_address,
+                                      value_reg_type)
 
 __all__ = ["stage_loads", "plan_load_staging"]
 
@@ -79,7 +80,6 @@ LOAD_MODIFIERS_OK = frozenset({".nc", ".ca", ".cg", ".cs", ".lu",
                                ".L1::evict_normal", ".L1::evict_unchanged", ".L1::evict_first",
                                ".L1::evict_last", ".L1::no_allocate",
                                ".L2::64B", ".L2::128B", ".L2::256B"})
-U64 = (".u64", ".b64", ".s64")
 
 
 def _reg_size(fn, name: str) -> int | None:
@@ -122,8 +122,7 @@ def plan_load_staging(fn, block) -> tuple[StagingPlan | None, str]:
             return None, "global loads differ in type or modifiers, or are vectors"
         if set(ld.modifiers) - {".global", first.type} - LOAD_MODIFIERS_OK:
             return None, f"{ld.name}: unexpected modifier"
-        a = isa.address_operand(ld)
-        if not isinstance(a.base, Reg) or register_type(fn, a.base.name) not in U64:
+        if not u64_address(fn, ld):
             return None, "a load address is not a 64-bit register"
         if not isinstance(ld.operands[0], Reg) or _reg_size(fn, ld.operands[0].name) is None:
             return None, "a load destination is not a plain register"
@@ -131,7 +130,7 @@ def plan_load_staging(fn, block) -> tuple[StagingPlan | None, str]:
     forms = []
     for ld in loads:
         m = accesses.get(id(ld))
-        if m is None or m.affine is None or not _allowed_atoms(m.affine):
+        if m is None or m.affine is None or not allowed_atoms(m.affine):
             return None, "a load address is not affine in the launch and parameters"
         forms.append(m.affine)
     unit_order, run, others, why = dense_run(forms, width, block)
@@ -141,15 +140,13 @@ def plan_load_staging(fn, block) -> tuple[StagingPlan | None, str]:
     why = _taint_check(fn, order, loads)
     if why:
         return None, why
-    plan = StagingPlan(block, loads, width, run, others, 0, {})
-    if plan.slots * (width + 8) > MAX_STAGE_BYTES:
-        return None, "the staging arrays would exceed the shared-memory budget"
-    plan.pad_every = min((0, 32, 16, 8), key=lambda p: (_bank_conflicts(plan, p), p))
-    if plan.padded_slots * (width + 8) > MAX_STAGE_BYTES:
-        return None, "the staging arrays would exceed the shared-memory budget"
+    plan = StagingPlan(block, loads, width, run, others)
+    why = choose_padding(plan)
+    if why:
+        return None, why
     # Staged loads that may follow one of the thread's own stores: forwarding.
     staged = {id(ld) for ld in loads}
-    reach = _reaching_stores(fn, order, stores)
+    reach = reaching_stores(fn, order, stores)
     forwards = {}
     for ld, idx in reach.items():
         if id(ld) not in staged:
@@ -162,8 +159,7 @@ def plan_load_staging(fn, block) -> tuple[StagingPlan | None, str]:
             st = stores[i]
             if st.vector_width != 1 or not st.type or type_size(st.type) != width:
                 return None, f"{st.name} before a staged load has another width"
-            a = isa.address_operand(st)
-            if not isinstance(a.base, Reg) or register_type(fn, a.base.name) not in U64:
+            if not u64_address(fn, st):
                 return None, "a store before a staged load has no 64-bit register address"
         forwards[ld] = [stores[i] for i in sorted(idx, key=lambda i: order.index(stores[i]))]
     plan.forwards = forwards
@@ -192,69 +188,23 @@ def _taint_check(fn, order, loads) -> str:
     return ""
 
 
-def _renamer(code, taken: set, prefix: str) -> dict:
-    rename = {}
-    counter = 0
-    for name in sorted(s.name for s in code if isinstance(s, Label)):
-        while f"$Lnp_{prefix}_{counter}" in taken:
-            counter += 1
-        rename[name] = f"$Lnp_{prefix}_{counter}"
-        taken.add(rename[name])
-    return rename
-
-
-def _retarget(inst: Instruction, rename: dict) -> Instruction:
-    target = inst.operands[0]
-    if isinstance(target, Sym) and target.name in rename:
-        return inst.with_(operands=(Sym(rename[target.name]),) + tuple(inst.operands[1:]))
-    return inst
-
-
 def stage_loads_rewrite(fn, plan: StagingPlan) -> list[Change]:
     width = plan.width
-    vtype = _value_reg_type(width)
+    vtype = value_reg_type(width)
     ltype = plan.stores[0].type
-    lmods = tuple(plan.stores[0].modifiers)
+    lmods = plan.stores[0].modifiers
     k = len(plan.stores)
-    t = plan.threads
-    vals, adrs = fn.new_label("ldstage_vals").lstrip("$"), fn.new_label("ldstage_addrs").lstrip("$")
-    vals, adrs = "__np_" + vals.replace("Lnp_", ""), "__np_" + adrs.replace("Lnp_", "")
+    vals, adrs = array_names(fn, "ldstage")
     orig_label = fn.new_label("ldstage_orig")
     exch_label = fn.new_label("ldstage_exchange")
     code = [s for s in fn.body if not isinstance(s, VarDecl)]
     taken = {s.name for s in fn.body if isinstance(s, Label)} | {orig_label, exch_label}
-    rename_a = _renamer(code, taken, "ldstage_a")
-    rename_b = _renamer(code, taken, "ldstage_b")
+    rename_a = renamer(code, taken, "ldstage_a")
+    rename_b = renamer(code, taken, "ldstage_b")
 
     # --- prologue: the block test, the thread's slots, address slots zeroed
-    pro = _Emitter(fn)
-    ok = pro.reg(".pred")
-    for n_dim, (dim, n) in enumerate(zip(NTID, plan.block)):
-        r = pro.reg(".u32")
-        pro(I("mov", ".u32", r, dim))
-        if n_dim == 0:
-            pro(I("setp", ".eq.u32", ok, r, n))
-        else:
-            pro(I("setp", ".eq.and.u32", ok, r, n, ok))
-    pro(bra(orig_label, Guard(ok, negated=True), uni=False))
-    tx, ty, tz = (pro.reg(".u32") for _ in range(3))
-    pro(I("mov", ".u32", tx, "%tid.x"), I("mov", ".u32", ty, "%tid.y"), I("mov", ".u32", tz, "%tid.z"))
-    lin = pro.reg(".u32")
-    bx, by, _ = plan.block
-    pro(I("mad", ".lo.s32", lin, tz, by, ty), I("mad", ".lo.s32", lin, lin, bx, tx))
-    own_addr_slot, own_val_slot = [], []
-    zero = pro.reg(".u64")
-    pro(I("mov", ".u64", zero, 0))
-    for u in range(k):
-        o = pro.reg(".u32")
-        pro(I("add", ".s32", o, lin, u * t))
-        p = _padded(pro, o, plan.pad_every)
-        sa = _slot_addr(pro, adrs, p, 8)
-        sv = _slot_addr(pro, vals, p, width)
-        pro(I("st", ".shared.u64", Addr(sa), zero))
-        own_addr_slot.append(sa)
-        own_val_slot.append(sv)
-
+    pro = Emitter(fn)
+    slots = prologue(pro, plan, orig_label, vals, adrs)
     load_index = {id(s): i for i, s in enumerate(plan.stores)}
 
     # --- phase A: addresses only
@@ -267,7 +217,7 @@ def stage_loads_rewrite(fn, plan: StagingPlan) -> list[Change]:
             phase_a.append(s)
             continue
         if s.opcode == "bra":
-            phase_a.append(_retarget(s.copy(), rename_a))
+            phase_a.append(retarget(s.copy(), rename_a))
             continue
         if s.opcode in ("ret", "exit"):
             phase_a.append(bra(exch_label, s.guard))
@@ -276,42 +226,23 @@ def stage_loads_rewrite(fn, plan: StagingPlan) -> list[Change]:
             continue
         i = load_index.get(id(s))
         if i is not None:
-            em = _Emitter(fn)
+            em = Emitter(fn)
             g = s.guard
             a = isa.address_operand(s)
             ef = em.reg(".b64")
             dst = s.operands[0]
             em(I("add", ".s64", ef, a.base, (a.offset or 0) + 1, guard=g),
-               I("st", ".shared.u64", Addr(own_addr_slot[i]), ef, guard=g),
+               I("st", ".shared.u64", Addr(slots.addr[i]), ef, guard=g),
                I("mov", f".b{8 * _reg_size(fn, dst.name)}", dst, 0, guard=g))
             phase_a.extend(em.out)
             continue
         phase_a.append(s.copy())
 
     # --- the exchange: each warp loads a run of consecutive addresses
-    ex = _Emitter(fn)
+    ex = Emitter(fn)
     ex(Label(exch_label), Instruction("bar", (".sync",), (Imm("0"),)))
-    stride = {"%tid.x": 1, "%tid.y": bx, "%tid.z": bx * by, "unit": t}
     for u in range(k):
-        w = ex.reg(".u32")
-        ex(I("add", ".s32", w, lin, u * t))
-        q, rho = _const_div_mod(ex, w, plan.run_length)
-        parts = []
-        for name, n in plan.run:
-            nxt, d = _const_div_mod(ex, rho, n)
-            parts.append((name, d))
-            rho = nxt
-        for name, n in plan.others:
-            nxt, d = _const_div_mod(ex, q, n)
-            parts.append((name, d))
-            q = nxt
-        o = ex.reg(".u32")
-        ex(I("mov", ".u32", o, 0))
-        for name, d in parts:
-            ex(I("mad", ".lo.s32", o, d, stride[name], o))
-        p = _padded(ex, o, plan.pad_every)
-        sa = _slot_addr(ex, adrs, p, 8)
-        sv = _slot_addr(ex, vals, p, width)
+        sa, sv = permuted_slot(ex, plan, slots.lin, u, vals, adrs)
         a, v = ex.reg(".b64"), ex.reg(vtype)
         pf = ex.reg(".pred")
         ex(I("ld", ".shared.u64", a, Addr(sa)),
@@ -322,20 +253,14 @@ def stage_loads_rewrite(fn, plan: StagingPlan) -> list[Change]:
     ex(Instruction("bar", (".sync",), (Imm("0"),)))
 
     # --- phase B: the body, staged loads read the value slots, stores forwarded
-    pb = _Emitter(fn)
+    pb = Emitter(fn)
     fwd_stores = []
-    for ld, sts in plan.forwards.items():
+    for sts in plan.forwards.values():
         for st in sts:
             if all(st is not x for x in fwd_stores):
                 fwd_stores.append(st)
-    fidx = {id(st): j for j, st in enumerate(fwd_stores)}
-    stype = {id(st): st.type for st in fwd_stores}
-    flag = [pb.reg(".pred") for _ in fwd_stores]
-    fwd_addr = [pb.reg(".b64") for _ in fwd_stores]
-    fwd_val = [pb.reg(vtype) for _ in fwd_stores]
-    for j in range(len(fwd_stores)):
-        pb(I("setp", ".ne.u32", flag[j], lin, lin),
-           I("mov", ".b64", fwd_addr[j], 0), I("mov", vtype, fwd_val[j], 0))
+    remembered = dict(zip((id(st) for st in fwd_stores),
+                          forwarding_registers(pb, len(fwd_stores), vtype, slots.lin)))
     for s in code:
         if isinstance(s, Label):
             pb(Label(rename_b[s.name]))
@@ -344,49 +269,26 @@ def stage_loads_rewrite(fn, plan: StagingPlan) -> list[Change]:
             pb(s)
             continue
         if s.opcode == "bra":
-            pb(_retarget(s.copy(), rename_b))
+            pb(retarget(s.copy(), rename_b))
             continue
         i = load_index.get(id(s))
         if i is not None:
-            dst = s.operands[0]
-            pb(I("ld", f".shared{ltype}", dst, Addr(own_val_slot[i]), guard=s.guard))
+            pb(I("ld", f".shared{ltype}", s.operands[0], Addr(slots.val[i]), guard=s.guard))
             sts = plan.forwards.get(s, [])
-            if sts:
-                a = isa.address_operand(s)
-                la = pb.reg(".b64")
-                pb(I("add", ".s64", la, a.base, a.offset or 0))
-                g = None
-                if s.guard is not None:
-                    g = s.guard.reg
-                    if s.guard.negated:
-                        ng = pb.reg(".pred")
-                        pb(I("not", ".pred", ng, g))
-                        g = ng
-                for st in sts:        # program order: the latest match wins
-                    j = fidx[id(st)]
-                    q = pb.reg(".pred")
-                    pb(I("setp", ".eq.and.b64", q, la, fwd_addr[j], flag[j]))
-                    if g is not None:
-                        gq = pb.reg(".pred")
-                        pb(I("and", ".pred", gq, q, g))
-                        q = gq
-                    pb(I("mov", vtype, dst, fwd_val[j], guard=Guard(q)))
+            if sts:           # program order: the latest match wins
+                forward_to_load(pb, s, [remembered[id(st)] for st in sts], vtype)
             continue
         pb(s.copy())
-        j = fidx.get(id(s))
-        if j is not None:
-            g = s.guard
+        f = remembered.get(id(s))
+        if f is not None:
             a = isa.address_operand(s)
-            pb(I("add", ".s64", fwd_addr[j], a.base, a.offset or 0, guard=g),
-               I("mov", stype[id(s)], fwd_val[j], s.operands[1], guard=g),
-               I("setp", ".eq.u32", flag[j], lin, lin, guard=g))
+            ea = pb.reg(".b64")
+            pb(I("add", ".s64", ea, a.base, a.offset or 0, guard=s.guard))
+            remember_store(pb, f, ea, s.operands[1], vtype, slots.lin, s.guard)
 
-    arrays = [VarDecl(space=".shared", type=".b8", name=vals, align=8,
-                      dims=(plan.padded_slots * width,)),
-              VarDecl(space=".shared", type=".b8", name=adrs, align=8,
-                      dims=(plan.padded_slots * 8,))]
     decls = [s for s in fn.body if isinstance(s, VarDecl)]     # with the new registers
-    fn.body = decls + arrays + pro.out + phase_a + ex.out + pb.out + [Label(orig_label)] + code
+    fn.body = (decls + staging_arrays(plan, vals, adrs) + pro.out + phase_a + ex.out + pb.out
+               + [Label(orig_label)] + code)
     fn.invalidate()
     fn.validate()
     run = " x ".join(f"{n}[{e}]" for n, e in plan.run)

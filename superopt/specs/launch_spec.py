@@ -133,7 +133,7 @@ _BINOPS = {
 }
 
 
-def _parse_expr(expr: str) -> ast.AST:
+def parse_expr(expr: str) -> ast.AST:
     if len(expr) > _MAX_EXPR_LEN:
         raise SpecError(f"expression too long ({len(expr)} chars): {expr[:40]}...")
     try:
@@ -196,14 +196,14 @@ def eval_expr(expr: Union[str, int], env: dict[str, Any]) -> int:
             raise SpecError(f"value out of range in {expr!r}")
         return r
 
-    return int(ev(_parse_expr(expr)))
+    return int(ev(parse_expr(expr)))
 
 
 def expr_names(expr: Union[str, int]) -> set[str]:
     """The names an expression refers to (function names excluded)."""
     if not isinstance(expr, str):
         return set()
-    tree = _parse_expr(expr)
+    tree = parse_expr(expr)
     funcs = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in funcs}
 

@@ -41,7 +41,7 @@ import ast
 import math
 from dataclasses import replace
 
-from superopt.specs.launch_spec import Buffer, Bytes, LaunchSpec, Scalar, SpecError, expr_names
+from superopt.specs.launch_spec import Buffer, Bytes, LaunchSpec, Scalar, SpecError, expr_names, parse_expr
 
 __all__ = ["timing_shape", "scale_factor", "row_dim", "describe", "TARGET_BYTES", "TARGET_THREADS",
            "SCALED_SUFFIX", "MAX_TIMED_LAUNCH_S"]
@@ -110,8 +110,8 @@ def _rows_length(expr, g: int, f: int):
     if isinstance(expr, int):
         return expr * f if expr > 0 and expr % g == 0 else None
     try:
-        tree = ast.parse(str(expr).strip(), mode="eval").body
-    except SyntaxError:
+        tree = parse_expr(str(expr))
+    except SpecError:
         return None
     out, hit = [], False
     for term in _terms(tree):

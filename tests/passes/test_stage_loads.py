@@ -30,7 +30,8 @@ from ptx_ir.printer import emit_function
 from superopt.passes import Change, get_pass
 from superopt.passes.stage_loads import plan_load_staging
 from tests.passes.data.ptx_tools import assemble, emulator_available, load, ptxas_path
-from tests.passes.test_stage_stores import GUARD, Alias, Buf, cdiv, differ, emulate, poison
+from tests.passes.test_stage_stores import (GUARD, Alias, Buf, cdiv, differ, emulate,
+                                            judge_staged_scale_unroll4_contiguous, poison)
 
 PASS = "stage-loads"
 MODULE = load("stage_loads.ptx")
@@ -437,23 +438,18 @@ def test_stage_loads_on_the_corpus():
 
 
 def test_an_array_of_structures_reader_is_judged_equal():
-    """scale_unroll4_contiguous (corpus), staged for block 256: the project's check on the
-    emulator at a size that is not a multiple of 4*256, launched with 256 and with 128."""
-    _need_emulator()
-    from superopt.judge.check import check
-    from superopt.specs.launch_spec import LaunchSpec
-    from tests.passes.data.unroll_tools import corpus_text
-    text = corpus_text("ptx/elementwise.sm_90.ptx")
-    module = ptx_ir.parse(text)
-    k = next(f.name for f in module.kernels if "scale_unroll4_contiguous" in f.name)
-    assert get_pass(PASS)(module.function(k), block=(256, 1, 1))
-    staged = ptx_ir.emit(module)
-    for block in ((256, 1, 1), (128, 1, 1)):
-        spec = LaunchSpec.from_dict({"kernel": k, "grid": [f"cdiv(n, {4 * block[0]})", 1, 1], "block": list(block),
-                                     "params": [{"name": "in", "kind": "buffer", "type": "f32", "length": "n"},
-                                                {"name": "out", "kind": "buffer", "type": "f32", "length": "n",
-                                                 "direction": "out"},
-                                                {"name": "s", "kind": "scalar", "type": "f32", "value": 1.5},
-                                                {"name": "n", "kind": "scalar", "type": "s32", "value": 3001}]})
-        v = check(text, staged, spec, backend="emulator", sets=2, seed=7)
-        assert v.status == "accepted", f"block {block}: {v.summary()}"
+    """Staged, each warp loads 128 contiguous bytes per load."""
+    judge_staged_scale_unroll4_contiguous(PASS)
+
+
+def test_the_limits_refuse(monkeypatch):
+    """The shared-memory budget (4 floats per thread for 1024 threads do not fit) and the
+    load count cap."""
+    from superopt.passes import stage_loads as mod
+    fn = MODULE.function("ld_transpose_32x8")
+    assert mod.plan_load_staging(fn, (32, 16, 1))[0] is not None
+    plan, why = mod.plan_load_staging(fn, (32, 32, 1))
+    assert plan is None and "shared-memory budget" in why
+    monkeypatch.setattr(mod, "MAX_LOADS", 3)
+    plan, why = mod.plan_load_staging(fn, (32, 8, 1))
+    assert plan is None and why == "too many loads"

@@ -778,10 +778,10 @@ def test_stage_stores_on_the_corpus():
     assert any("struct_params" in n for n in fired)
 
 
-def test_an_array_of_structures_writer_is_judged_equal():
-    """scale_unroll4_contiguous (corpus): four floats per thread at 16*i + 4k; staged, each warp
-    writes 128 contiguous bytes per store. The project's check on the emulator, at a size that
-    is not a multiple of 4*256, specialised block and another."""
+def judge_staged_scale_unroll4_contiguous(pass_name: str) -> None:
+    """``pass_name`` staged for block 256 on the corpus's scale_unroll4_contiguous (four floats
+    per thread at 16*i + 4k: strided loads and stores), judged by the project's check on the
+    emulator at a size that is not a multiple of 4*256, launched with 256 and with 128."""
     _need_emulator()
     from superopt.judge.check import check
     from superopt.specs.launch_spec import LaunchSpec
@@ -789,7 +789,7 @@ def test_an_array_of_structures_writer_is_judged_equal():
     text = corpus_text("ptx/elementwise.sm_90.ptx")
     module = ptx_ir.parse(text)
     k = next(f.name for f in module.kernels if "scale_unroll4_contiguous" in f.name)
-    assert get_pass(PASS)(module.function(k), block=(256, 1, 1))
+    assert get_pass(pass_name)(module.function(k), block=(256, 1, 1))
     staged = ptx_ir.emit(module)
     for block in ((256, 1, 1), (128, 1, 1)):
         spec = LaunchSpec.from_dict({"kernel": k, "grid": [f"cdiv(n, {4 * block[0]})", 1, 1], "block": list(block),
@@ -800,3 +800,21 @@ def test_an_array_of_structures_writer_is_judged_equal():
                                                 {"name": "n", "kind": "scalar", "type": "s32", "value": 3001}]})
         v = check(text, staged, spec, backend="emulator", sets=2, seed=7)
         assert v.status == "accepted", f"block {block}: {v.summary()}"
+
+
+def test_an_array_of_structures_writer_is_judged_equal():
+    """Staged, each warp writes 128 contiguous bytes per store."""
+    judge_staged_scale_unroll4_contiguous(PASS)
+
+
+def test_the_limits_refuse(monkeypatch):
+    """The shared-memory budget: 4 floats per thread for 1024 threads need 4096 slots of 12
+    bytes (48 KiB) > MAX_STAGE_BYTES, where 512 threads fit; the store count cap likewise."""
+    from superopt.passes import stage_stores as mod
+    fn = MODULE.function("transpose_naive_32x8")
+    assert mod.plan_staging(fn, (32, 16, 1))[0] is not None
+    plan, why = mod.plan_staging(fn, (32, 32, 1))
+    assert plan is None and "shared-memory budget" in why
+    monkeypatch.setattr(mod, "MAX_STORES", 3)
+    plan, why = mod.plan_staging(fn, (32, 8, 1))
+    assert plan is None and why == "too many stores"

@@ -110,7 +110,7 @@ class EmulatorBackend(Backend):
         from superopt.judge.emulator import (Deadlock, KernelFault, LoadedModule, RunTimeout,
                                        UndefinedBehavior, Unsupported)
         from superopt.judge.emulator.program import BAR
-        from superopt.specs.launch_spec import Buffer, Bytes, Scalar
+        from superopt.specs.launch_spec import Bytes, Scalar
 
         n = len(input_sets)
         too_big = _over_caps(input_sets)

@@ -12,6 +12,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "ptx"
 
+sys.path.insert(0, str(HERE.parent / "kernels"))
+from build_ptx import write_hand_edits  # noqa: E402  (the judge kernels' generator, beside this one)
+
 VARIANTS = ("shfl", "drop", "twice", "split", "neighbour")
 
 # (old, new) text edits of atomics.ptx that must each apply exactly once
@@ -41,14 +44,7 @@ def main() -> int:
     nvcc_ptx(OUT / "atomics.ptx", None)
     for v in VARIANTS:
         nvcc_ptx(OUT / f"{v}.ptx", f"VARIANT_{v.upper()}")
-    base = (OUT / "atomics.ptx").read_text()
-    for name, edits in PTX_EDITS.items():
-        text = base
-        for old, new in edits:
-            if text.count(old) != 1:
-                raise SystemExit(f"{name}: edit does not apply once: {old!r}")
-            text = text.replace(old, new)
-        (OUT / f"{name}.ptx").write_text(f"// {name}: hand edit of atomics.ptx (build_ptx.py)\n" + text)
+    write_hand_edits(OUT, "atomics.ptx", PTX_EDITS)
     print(f"wrote {1 + len(VARIANTS) + len(PTX_EDITS)} PTX files to {OUT}")
     return 0
 

@@ -53,18 +53,24 @@ PTX_EDITS = {
 }
 
 
+def write_hand_edits(out: Path, base: str, edits: dict) -> None:
+    """``out/<name>.ptx`` for each ``name: [(old, new), ...]`` of ``edits``: ``out/<base>``
+    with every text edit applied, each of which must apply exactly once."""
+    original = (out / base).read_text()
+    for name, pairs in edits.items():
+        text = original
+        for old, new in pairs:
+            if text.count(old) != 1:
+                raise SystemExit(f"{name}: edit does not apply once: {old!r}")
+            text = text.replace(old, new)
+        (out / f"{name}.ptx").write_text(f"// {name}: hand edit of {base} (build_ptx.py)\n" + text)
+
+
 def main() -> int:
     OUT.mkdir(exist_ok=True)
     for name, macro in VARIANTS.items():
         nvcc_ptx(HERE / "judge.cu", OUT / f"{name}.ptx", macro)
-    base = (OUT / "baseline.ptx").read_text()
-    for name, edits in PTX_EDITS.items():
-        text = base
-        for old, new in edits:
-            if text.count(old) != 1:
-                raise SystemExit(f"{name}: edit does not apply once: {old!r}")
-            text = text.replace(old, new)
-        (OUT / f"{name}.ptx").write_text(f"// {name}: hand edit of baseline.ptx (build_ptx.py)\n" + text)
+    write_hand_edits(OUT, "baseline.ptx", PTX_EDITS)
     nvcc_ptx(HERE / "atomic_sum.cu", OUT / "atomic_sum.ptx", None)
     print(f"wrote {len(VARIANTS) + len(PTX_EDITS) + 1} PTX files to {OUT}")
     return 0
