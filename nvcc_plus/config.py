@@ -1,6 +1,6 @@
 """nvcc-plus settings: defaults < nvcc-plus.toml < environment < --plus-* flags.
 
-Every setting, its variable, key and flag is listed once in :mod:`superopt.settings` (which
+Every setting, its variable, key and flag is listed once in :mod:`superopt.config.settings` (which
 ``nvcc-plus --plus-help`` prints). nvcc-plus.toml is named by ``NVCC_PLUS_CONFIG`` /
 ``--plus-config=PATH``, or discovered (:func:`find_config_file`): from the working directory
 upwards, then from each CUDA source's folder upwards, never past the project root (the
@@ -91,14 +91,17 @@ def _progress(v: object, where: str, problems: list[str], current: str) -> str:
 
 def load(plus: dict[str, str] | None = None, env: dict[str, str] | None = None,
          cwd: str | None = None, source_dirs: list[str] | tuple = ()) -> Config:
-    from superopt.settings import DRIVER_TOML_KEYS, unknown_key_problems
+    """The driver's settings, each resolved by :func:`superopt.config.settings.resolve` (the one
+    resolver: ``--plus-*`` flag > environment > nvcc-plus.toml > default), then checked here:
+    a bad value is a problem line and the default, never a crash."""
+    from superopt.config.settings import SETTINGS, resolve, toml_value, unknown_key_problems
     plus = plus or {}
     env = os.environ if env is None else env
     cfg = Config()
-    mode_src = "default"
 
     named = plus.get("config") or env.get("NVCC_PLUS_CONFIG")
     path = named or find_config_file(cwd, source_dirs)
+    doc: dict = {}
     if path:
         try:
             import tomllib
@@ -110,78 +113,48 @@ def load(plus: dict[str, str] | None = None, env: dict[str, str] | None = None,
         else:
             cfg.config_path = os.path.abspath(path)
             cfg.problems += unknown_key_problems(data, cfg.config_path)
-        base = os.path.dirname(os.path.abspath(path))
+            doc = {**data, "config_path": cfg.config_path}
         cfg.data = data
-        # Driver keys may sit at the top level or in a [driver] table (which wins).
-        drv = {k: data[k] for k in (*DRIVER_TOML_KEYS, "records_dir") if k in data}
-        if isinstance(data.get("driver"), dict):
-            drv.update(data["driver"])
-        if "mode" in drv:
-            cfg.mode, mode_src = str(drv["mode"]), path
-        if drv.get("real_nvcc"):
+        if not named and toml_value(data, "real_nvcc"):
             # A program to run is honoured only from a file the user named: a discovered
             # file may come from a folder someone else controls.
-            if named:
-                cfg.real_nvcc = os.path.join(base, os.path.expanduser(str(drv["real_nvcc"])))
-            else:
-                cfg.problems.append(
-                    f"{path}: real_nvcc ignored in a discovered config file (name the file with "
-                    f"NVCC_PLUS_CONFIG or --plus-config=, or set NVCC_PLUS_REAL_NVCC)")
-        if "timeout" in drv:
-            t = _timeout(drv["timeout"], path, cfg.problems)
-            if t is not False:
-                cfg.timeout = t
-        if "build_budget" in drv:
-            t = _timeout(drv["build_budget"], f"{path}: build_budget", cfg.problems)
-            if t is not False:
-                cfg.build_budget = t
-        if "verbose" in drv:
-            cfg.verbose = _truthy(drv["verbose"])
-        if "progress" in drv:
-            cfg.progress = _progress(drv["progress"], path, cfg.problems, cfg.progress)
-        rd = drv.get("report_dir") or drv.get("records_dir")
-        if rd:
-            cfg.report_dir = os.path.join(base, os.path.expanduser(str(rd)))
+            cfg.problems.append(
+                f"{path}: real_nvcc ignored in a discovered config file (name the file with "
+                f"NVCC_PLUS_CONFIG or --plus-config=, or set NVCC_PLUS_REAL_NVCC)")
+    base = os.path.dirname(os.path.abspath(path)) if path else ""
+    flags = {s.toml: plus[s.flag] for s in SETTINGS if s.flag and s.toml and s.flag in plus}
 
-    if env.get("NVCC_PLUS_MODE"):
-        cfg.mode, mode_src = env["NVCC_PLUS_MODE"].strip(), "NVCC_PLUS_MODE"
-    if env.get("NVCC_PLUS_REAL_NVCC"):
-        cfg.real_nvcc = env["NVCC_PLUS_REAL_NVCC"]
-    if env.get("NVCC_PLUS_TIMEOUT"):
-        t = _timeout(env["NVCC_PLUS_TIMEOUT"], "NVCC_PLUS_TIMEOUT", cfg.problems)
-        if t is not False:
-            cfg.timeout = t
-    if env.get("NVCC_PLUS_BUILD_BUDGET"):
-        t = _timeout(env["NVCC_PLUS_BUILD_BUDGET"], "NVCC_PLUS_BUILD_BUDGET", cfg.problems)
-        if t is not False:
-            cfg.build_budget = t
-    if env.get("NVCC_PLUS_VERBOSE"):
-        cfg.verbose = _truthy(env["NVCC_PLUS_VERBOSE"])
-    if env.get("NVCC_PLUS_REPORT_DIR") or env.get("NVCC_PLUS_RECORDS_DIR"):
-        cfg.report_dir = env.get("NVCC_PLUS_REPORT_DIR") or env["NVCC_PLUS_RECORDS_DIR"]
-    if env.get("NVCC_PLUS_PROGRESS"):
-        cfg.progress = _progress(env["NVCC_PLUS_PROGRESS"], "NVCC_PLUS_PROGRESS", cfg.problems, cfg.progress)
-    if env.get("NVCC_PLUS_OPTIMIZER"):
-        cfg.optimizer = env["NVCC_PLUS_OPTIMIZER"]
+    def get(name: str):
+        """(value, where for messages, whether it came from the file)."""
+        value, origin = resolve(name, config=doc, env=env, flags=flags)
+        in_file = cfg.config_path is not None and origin == cfg.config_path
+        where = origin.removeprefix("env ") if origin.startswith("env ") else \
+            "--plus-" + origin[2:] if origin.startswith("--") else origin
+        return value, where, in_file
 
-    if "mode" in plus:
-        cfg.mode, mode_src = plus["mode"].strip(), "--plus-mode"
-    if "real-nvcc" in plus:
-        cfg.real_nvcc = plus["real-nvcc"]
-    if "timeout" in plus:
-        t = _timeout(plus["timeout"], "--plus-timeout", cfg.problems)
-        if t is not False:
-            cfg.timeout = t
-    if "build-budget" in plus:
-        t = _timeout(plus["build-budget"], "--plus-build-budget", cfg.problems)
-        if t is not False:
-            cfg.build_budget = t
-    if "verbose" in plus:
-        cfg.verbose = _truthy(plus["verbose"])
-    if "report-dir" in plus:
-        cfg.report_dir = plus["report-dir"]
-    if "progress" in plus:
-        cfg.progress = _progress(plus["progress"], "--plus-progress", cfg.problems, cfg.progress)
+    mode, mode_src, _ = get("NVCC_PLUS_MODE")
+    if mode is not None:
+        cfg.mode = str(mode).strip()
+    real, _, in_file = get("NVCC_PLUS_REAL_NVCC")
+    if real and not (in_file and not named):
+        cfg.real_nvcc = os.path.join(base, os.path.expanduser(str(real))) if in_file else str(real)
+    for name, attr, label in (("NVCC_PLUS_TIMEOUT", "timeout", ""), ("NVCC_PLUS_BUILD_BUDGET", "build_budget",
+                                                                       ": build_budget")):
+        value, where, in_file = get(name)
+        if value is not None:
+            t = _timeout(value, where + (label if in_file else ""), cfg.problems)
+            if t is not False:
+                setattr(cfg, attr, t)
+    verbose, _, _ = get("NVCC_PLUS_VERBOSE")
+    if verbose is not None:
+        cfg.verbose = _truthy(verbose)
+    progress, where, _ = get("NVCC_PLUS_PROGRESS")
+    if progress is not None:
+        cfg.progress = _progress(progress, where, cfg.problems, cfg.progress)
+    report_dir, _, in_file = get("NVCC_PLUS_REPORT_DIR")          # or its alias NVCC_PLUS_RECORDS_DIR
+    if report_dir:
+        cfg.report_dir = os.path.join(base, os.path.expanduser(str(report_dir))) if in_file else str(report_dir)
+    cfg.optimizer = get("NVCC_PLUS_OPTIMIZER")[0] or None
 
     cfg.mode = cfg.mode.lower()
     if cfg.mode not in MODES:

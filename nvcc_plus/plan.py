@@ -4,7 +4,7 @@ The plan is printed on stderr, one ``#$ `` line per step. ``#$ NAME=VALUE`` line
 environment nvcc sets for the steps that follow (set verbatim, never sourced). Everything
 else on stdout/stderr (``nvcc warning : ...``) is nvcc's own output, shown before the steps.
 
-Step kinds:
+Step kinds (each a :class:`Command`):
 * ``env``      NAME=VALUE
 * ``rm``       nvcc deletes a file itself (failures ignored, nothing printed)
 * ``cicc``     writes a PTX module (``-o X.ptx``): the swap point
@@ -25,7 +25,7 @@ _DEP_RE = re.compile(r"^--\s*Filter Dependencies\s*--\s*>\s*(.+?)\s*$")
 
 
 @dataclass
-class Step:
+class Command:
     index: int
     kind: str                      # env | rm | cicc | depfile | cmd
     line: str                      # the text after '#$ '
@@ -48,17 +48,17 @@ class Step:
 
 @dataclass
 class Plan:
-    steps: list[Step] = field(default_factory=list)
+    steps: list[Command] = field(default_factory=list)
     stdout: bytes = b""       # nvcc's own output during the dry run (not plan lines)
     stderr: bytes = b""
     unreplayable: str | None = None
 
     @property
-    def cicc_steps(self) -> list[Step]:
+    def cicc_steps(self) -> list[Command]:
         return [s for s in self.steps if s.kind == "cicc"]
 
     @property
-    def depfile_steps(self) -> list[Step]:
+    def depfile_steps(self) -> list[Command]:
         return [s for s in self.steps if s.kind == "depfile"]
 
 
@@ -74,35 +74,35 @@ def _opt_value(tokens: list[str], *names: str) -> str | None:
     return val
 
 
-def classify_line(index: int, line: str) -> Step:
+def classify_line(index: int, line: str) -> Command:
     m = _ENV_RE.match(line)
     if m and " " not in m.group(1):
-        return Step(index, "env", line, name=m.group(1), value=m.group(2))
+        return Command(index, "env", line, name=m.group(1), value=m.group(2))
     m = _DEP_RE.match(line)
     if m:
         try:
             target = shlex.split(m.group(1))
         except ValueError:
             target = [m.group(1)]
-        return Step(index, "depfile", line, paths=target[:1])
+        return Command(index, "depfile", line, paths=target[:1])
     if line.startswith("--"):
-        return Step(index, "unknown", line)
+        return Command(index, "unknown", line)
     try:
         tokens = shlex.split(line)
     except ValueError:
-        return Step(index, "unknown", line)
+        return Command(index, "unknown", line)
     if not tokens:
-        return Step(index, "unknown", line)
+        return Command(index, "unknown", line)
     prog = os.path.basename(tokens[0])
     if prog == "rm":
-        return Step(index, "rm", line, paths=[t for t in tokens[1:] if not t.startswith("-")])
+        return Command(index, "rm", line, paths=[t for t in tokens[1:] if not t.startswith("-")])
     if prog == "cicc":
         out = _opt_value(tokens, "-o")
         if out and out.endswith(".ptx"):
-            return Step(index, "cicc", line, ptx=out, arch=_opt_value(tokens, "-arch"),
+            return Command(index, "cicc", line, ptx=out, arch=_opt_value(tokens, "-arch"),
                         source=_opt_value(tokens, "--orig_src_file_name"),
                         source_path=_opt_value(tokens, "--orig_src_path_name"))
-    return Step(index, "cmd", line)
+    return Command(index, "cmd", line)
 
 
 def parse_plan(stdout: bytes, stderr: bytes) -> Plan:

@@ -32,7 +32,7 @@ from the working directory, then from each source's folder, up to the project ro
 
 
 def help_text() -> str:
-    from superopt.settings import plain_text
+    from superopt.config.settings import plain_text
     return USAGE + "Settings:\n\n" + plain_text()
 
 

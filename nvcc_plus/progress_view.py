@@ -1,7 +1,7 @@
 """Live progress of a long search on stderr, only when stderr is a terminal (or
 ``NVCC_PLUS_PROGRESS=on``), as ``make`` users expect from a compiler that takes minutes.
 
-The view implements :class:`superopt.progress.SearchProgress` by duck typing (the driver
+The view implements :class:`superopt.search.progress.SearchProgress` by duck typing (the driver
 reaches superopt only through ``optimize_ptx``; the view travels as ``config["progress"]``).
 rich is imported, and the live line started, only when a kernel search actually starts, so
 builds that apply cached or locked decisions stay as quiet and fast as nvcc. The line is

@@ -32,7 +32,7 @@ class Passthrough(Exception):
 
 @dataclass
 class _Change:
-    step: planmod.Step
+    step: planmod.Command
     original: bytes
     result: swap.SwapResult
 
@@ -43,7 +43,7 @@ class _State:
     first_change: int | None = None          # index of the cicc step of the first change
     env_at_first_change: dict | None = None
     captured: list[tuple[bytes, bytes]] = field(default_factory=list)
-    kept: list[tuple[planmod.Step, swap.SwapResult]] = field(default_factory=list)
+    kept: list[tuple[planmod.Command, swap.SwapResult]] = field(default_factory=list)
     fallbacks: list[tuple[str, str, str | None, str | None]] = field(default_factory=list)
     dep_procs: list = field(default_factory=list)
 
@@ -81,7 +81,7 @@ class Replayer:
                                                                   "cannot load the optimizer:", 1)
 
     # ---- running steps -------------------------------------------------------------
-    def _exec(self, step: planmod.Step, env: dict, capture: bool) -> tuple[int, bytes, bytes]:
+    def _exec(self, step: planmod.Command, env: dict, capture: bool) -> tuple[int, bytes, bytes]:
         t0 = time.monotonic()
         if capture:
             proc = subprocess.run(["/bin/sh", "-c", step.line], env=env,
@@ -97,7 +97,7 @@ class Replayer:
                           f"exit {proc.returncode})")
         return proc.returncode, out, err
 
-    def _run_steps(self, start: int, env: dict, swapping: bool) -> tuple[int, planmod.Step | None, bytes]:
+    def _run_steps(self, start: int, env: dict, swapping: bool) -> tuple[int, planmod.Command | None, bytes]:
         st = self.state
         for step in self.plan.steps[start:]:
             if step.kind == "env":
@@ -125,7 +125,7 @@ class Replayer:
                 self._swap(step, env)
         return 0, None, b""
 
-    def _swap(self, step: planmod.Step, env: dict) -> None:
+    def _swap(self, step: planmod.Command, env: dict) -> None:
         st = self.state
         source = step.source or step.source_path or "?"
         if self.optimizer is None:
@@ -219,7 +219,7 @@ class Replayer:
             return subprocess.run([self.real] + self.cmd.argv_tokens(), env=self.base_env).returncode
         return rc
 
-    def _retry_without_changes(self, failed: planmod.Step | None, failed_err: bytes) -> int:
+    def _retry_without_changes(self, failed: planmod.Command | None, failed_err: bytes) -> int:
         st = self.state
         for ch in st.changes:
             swap.restore(ch.step.ptx, ch.original)

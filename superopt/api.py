@@ -27,12 +27,14 @@ class OptimizeOutcome:
 
 
 def optimize_ptx(ptx: str, *, mode: str = "optimize", source: str | None = None,
-                 target: str | None = None, config: dict | None = None) -> OptimizeOutcome:
+                 target: str | None = None, config=None) -> OptimizeOutcome:
     """Return a (possibly) optimized version of one PTX module produced by cicc.
 
     ``mode`` is ``roundtrip`` (parse and re-emit, no rewrites) or ``optimize``.
     ``source`` is the .cu file it came from and ``target`` its virtual architecture
-    (``compute_90``), both for messages, records and the cache key.
+    (``compute_90``), both for messages, records and the cache key. ``config``: the driver's
+    dict (the nvcc-plus.toml document with ``config_path``; ``overrides``: flags by toml key; the
+    run's ``deadline`` and ``progress`` observer) or a :class:`superopt.config.resolved.Settings`.
     """
     if mode not in MODES:
         raise ValueError(f"unknown nvcc-plus mode {mode!r} (expected one of {', '.join(MODES)})")
@@ -48,23 +50,27 @@ def optimize_ptx(ptx: str, *, mode: str = "optimize", source: str | None = None,
         # Faithful printing: an unchanged module is its source text byte for byte, so the
         # PTX that fatbinary embeds as the JIT fallback is nvcc's own.
         return OptimizeOutcome(ptx=ptx_ir.emit(module, faithful=True), changed=False)
+    from superopt.config.resolved import Settings
     from superopt.optimize import optimize_module
 
+    cfg = config if isinstance(config, dict) else {}
+    settings = Settings.from_config(config)
     try:
-        result = optimize_module(ptx, target=target, source=source, config=config)
+        result = optimize_module(ptx, target=target, source=source, settings=settings,
+                                 deadline=cfg.get("deadline"), progress=cfg.get("progress"))
     except BaseException as exc:
         partial = getattr(exc, "partial", None)
         if partial is not None:
             # What was decided before the stop, for a caller that may use it (the driver
             # does on its own timeout: those kernels were verified and measured).
-            exc.outcome = _outcome(partial, ptx, source)
+            exc.outcome = _outcome(partial, ptx, source, settings)
         raise
-    return _outcome(result, ptx, source)
+    return _outcome(result, ptx, source, settings)
 
 
-def _outcome(result, ptx: str, source: str | None) -> OptimizeOutcome:
+def _outcome(result, ptx: str, source: str | None, settings) -> OptimizeOutcome:
     try:
-        saved = _save_records(result.records, source)
+        saved = _save_records(result.records, source, settings.text("NVCC_PLUS_REPORT_DIR"))
     except OSError as exc:
         # A record that cannot be written must not discard the decision (the rewrite is
         # verified and measured); say where and why.
@@ -78,13 +84,11 @@ def _outcome(result, ptx: str, source: str | None) -> OptimizeOutcome:
                            record_paths=[saved] if saved else [])
 
 
-def _save_records(records: dict, source: str | None) -> str | None:
-    """Write the module's record under NVCC_PLUS_REPORT_DIR, if the user asked for reports."""
+def _save_records(records: dict, source: str | None, folder: str | None) -> str | None:
+    """Write the module's record under ``folder`` (NVCC_PLUS_REPORT_DIR), if the user asked for reports."""
     import json
-    import os
     from pathlib import Path
 
-    folder = os.environ.get("NVCC_PLUS_REPORT_DIR")
     if not folder or not records.get("kernels"):
         return None
     from superopt.store.cache import atomic_write_text

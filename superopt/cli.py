@@ -29,8 +29,8 @@ def _console():
 
 
 def _ptx_of(path: Path, arch: str, nvcc_args=()) -> str:
-    """PTX text of a .ptx or .cu file (see :func:`superopt.optimize.ptx_from_file`)."""
-    from superopt.optimize import PtxSourceError, ptx_from_file
+    """PTX text of a .ptx or .cu file (see :func:`superopt.toolchain.ptx_from_file`)."""
+    from superopt.toolchain import PtxSourceError, ptx_from_file
     try:
         return ptx_from_file(path, arch, nvcc_args)
     except PtxSourceError as exc:
@@ -38,7 +38,7 @@ def _ptx_of(path: Path, arch: str, nvcc_args=()) -> str:
 
 
 class _KernelProgress:
-    """Shows the kernel being searched in the command's status line (superopt.progress)."""
+    """Shows the kernel being searched in the command's status line (superopt.search.progress)."""
 
     def __init__(self, status, file_name: str):
         self.status = status
@@ -71,8 +71,9 @@ def optimize_command(file: Path, nvcc_args, kernels, budget, arch, backend, no_g
     found as a compilation of FILE finds it (superopt config --source FILE shows it)."""
     from rich.table import Table
 
-    from superopt.config_cli import project_config
-    from superopt.optimize import SettingError, optimize_module
+    from superopt.config.cli import project_config
+    from superopt.config.resolved import Settings, SettingError
+    from superopt.optimize import optimize_module
 
     console = _console()
     ptx = _ptx_of(file, arch, nvcc_args)
@@ -80,14 +81,14 @@ def optimize_command(file: Path, nvcc_args, kernels, budget, arch, backend, no_g
     for p in problems:
         console.print(f"[yellow]warning:[/yellow] {p}")
     overrides = {"backend": backend, "budget": budget, "no_gpu": no_gpu}
-    config["overrides"] = {k: v for k, v in overrides.items() if v is not None}
+    settings = Settings(config, flags={k: v for k, v in overrides.items() if v is not None})
     import ptx_ir
     module = ptx_ir.parse(ptx)
     wanted = _resolve_kernels(module, kernels)
     with console.status(f"optimizing {len(wanted) or len(module.kernels)} kernel(s) of {file.name} ...") as status:
-        config["progress"] = _KernelProgress(status, file.name)
         try:
-            result = optimize_module(ptx, source=str(file), config=config, kernels=wanted or None)
+            result = optimize_module(ptx, source=str(file), settings=settings, kernels=wanted or None,
+                                     progress=_KernelProgress(status, file.name))
         except SettingError as exc:
             raise click.ClickException(str(exc)) from None
     table = Table(title=f"superopt: {file.name}")
@@ -280,7 +281,7 @@ def try_command(pass_file: Path, targets, backend, arch, json_out, strict):
 def _try_file(path: Path, arch: str, infos, pass_file: Path, judge, progress, task) -> list[dict]:
     import ptx_ir
     from superopt.judge.ptxas import run_ptxas
-    from superopt.optimize import find_spec
+    from superopt.specs.sources import find_spec
     from superopt.passes import param_grid
     from superopt.search.candidates import Step, make_candidate
     from superopt.search.loop import evaluate
@@ -308,7 +309,7 @@ def _try_file(path: Path, arch: str, infos, pass_file: Path, judge, progress, ta
                     continue
                 if spec is None:
                     progress.update(task, description=f"superopt try: {path.name}: {fn.name[:30]} (launch spec)")
-                    spec = find_spec(module, fn.name, source=str(path), config=None)
+                    spec = find_spec(module, fn.name, source=str(path), settings=None)
                 specs, why = spec
                 progress.update(task, description=f"superopt try: {path.name}: {fn.name[:30]} {info.name}")
                 if not specs:
@@ -323,7 +324,7 @@ def _try_file(path: Path, arch: str, infos, pass_file: Path, judge, progress, ta
     return rows
 
 
-from superopt.config_cli import config_command  # noqa: E402
+from superopt.config.cli import config_command  # noqa: E402
 from superopt.store.cache_cli import cache_group  # noqa: E402
 
 main.add_command(cache_group, "cache")

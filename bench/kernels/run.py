@@ -37,7 +37,8 @@ from pathlib import Path
 import ptx_ir
 from superopt.specs.launch_spec import Scalar, load_specs
 from superopt.judge import BackendJudge
-from superopt.search.loop import SearchOptions, search_kernel
+from superopt.search.loop import search_kernel
+from superopt.search.options import SearchOptions
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent

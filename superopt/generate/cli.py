@@ -7,11 +7,12 @@ the reason. Never a traceback (``NVCC_PLUS_DEBUG=1`` shows one for internal erro
 """
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 import click
+
+from superopt.config.settings import env_value
 
 __all__ = ["generate_command"]
 
@@ -101,7 +102,7 @@ def generate_command(description, description_file, signature, reference, spec, 
     except SystemExit:
         raise
     except Exception as e:   # noqa: BLE001 - never a traceback for the user
-        if os.environ.get("NVCC_PLUS_DEBUG") == "1":
+        if env_value("NVCC_PLUS_DEBUG") == "1":
             raise
         _fail(console, f"internal error: {type(e).__name__}: {e} (NVCC_PLUS_DEBUG=1 shows the traceback)")
     sys.exit(code)
@@ -112,7 +113,7 @@ def _run(console, description, description_file, signature, reference, spec, tar
          seed, output, record_path, no_dataset, quiet) -> int:
     from superopt.generate.judge import JudgeUnavailable, ReferenceJudge
     from superopt.generate.loop import GenerateOptions, generate
-    from superopt.generate.record import write_record
+    from superopt.generate.loop import write_record
     from superopt.generate.task import TaskError, build_task
     from superopt.judge.check import Policy
     from superopt.model.base import ModelError

@@ -25,21 +25,24 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import json
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Callable
 
 import ptx_ir
 from superopt.generate.prompt import Feedback, build_generation_messages
 from superopt.generate.task import GenerationTask, TaskError
+from superopt.model.dataset import GENERATION_SCHEMA
 from superopt.model.prompt import prompt_hash
 
 __all__ = ["GenerateOptions", "GenerationResult", "generate", "ACCEPTED", "NOT_VERIFIED", "COULD_NOT_JUDGE",
-           "RECORD_SCHEMA"]
+           "RECORD_SCHEMA", "write_record"]
 
 ACCEPTED, NOT_VERIFIED, COULD_NOT_JUDGE = "accepted", "not-verified", "could-not-judge"
 EXIT_CODES = {ACCEPTED: 0, NOT_VERIFIED: 1, COULD_NOT_JUDGE: 2}
-RECORD_SCHEMA = "nvcc-plus/generation"
+RECORD_SCHEMA = GENERATION_SCHEMA
 RECORD_VERSION = 1
 
 
@@ -347,8 +350,8 @@ def _accept(task, judge, record, out: _Outcome, options, finish, emit) -> Genera
                  module_ptx=module_ptx)
     if options.save_dataset:
         try:
-            from superopt.generate.record import save_dataset_row
-            save_dataset_row(record)
+            from superopt.model.dataset import save_generation_row
+            save_generation_row(record)
         except Exception as e:   # noqa: BLE001 - the dataset is a by-product
             record["notes"].append(f"dataset row not saved: {type(e).__name__}: {e}")
     return res
@@ -357,3 +360,11 @@ def _accept(task, judge, record, out: _Outcome, options, finish, emit) -> Genera
 def _checked_text(verdicts: list, confirmations: list) -> str:
     sets = sum(len((v.get("evidence") or {}).get("sets", [])) for v in verdicts + confirmations)
     return f"{sets} input sets over {len(verdicts)} launch shape(s), checked twice"
+
+
+def write_record(rec: dict, path: Path) -> Path:
+    """Write a generation record (JSON) to ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(rec, indent=1, default=str))
+    return path

@@ -124,7 +124,7 @@ class PtxgenMagics(Magics):
         from superopt.generate.judge import JudgeUnavailable, ReferenceJudge
         from superopt.generate.kernel import GeneratedKernel
         from superopt.generate.loop import GenerateOptions, generate
-        from superopt.generate.record import write_record
+        from superopt.generate.loop import write_record
         from superopt.generate.task import TaskError, build_task
         from superopt.judge.check import Policy
         from superopt.model.base import ModelError

@@ -136,11 +136,11 @@ def build_task(description: str, *, reference, signature: str | None = None, spe
 
 def _cuda_specs(ref: CudaReference, notes: list) -> list:
     """The reference kernel's own specs: its ``// nvcc-plus:`` comment, else inference."""
-    from superopt.optimize import find_spec
+    from superopt.specs.sources import find_spec
     from superopt.generate.reference import rename_entry
     original = rename_entry(ref.ptx, ref.kernel, ref.original_entry) if ref.kernel != ref.original_entry else ref.ptx
     module = ptx_ir.parse(original)
-    specs, why = find_spec(module, ref.original_entry, source=ref.path, config=None)
+    specs, why = find_spec(module, ref.original_entry, source=ref.path, settings=None)
     if not specs:
         notes.append(f"the reference kernel has no launch spec ({why})")
         return []

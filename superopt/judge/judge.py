@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from contextlib import ExitStack, contextmanager
 
+from superopt.config.settings import env_value
 from superopt.judge.cache import spec_key, text_digest
 from superopt.judge.protocol import Judge
 from superopt.specs.scaled import SCALED_SUFFIX
@@ -29,7 +30,7 @@ class BackendJudge(Judge):
         # Cheap test first: a machine without the NVIDIA driver needs no CUDA process started
         # (this runs once per compiled PTX in a build).
         from superopt.judge import devices
-        if not os.environ.get("SUPEROPT_FAKE_GPUS") and \
+        if not env_value("SUPEROPT_FAKE_GPUS") and \
                 not (os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/dxg")):
             return False, "no NVIDIA GPU device node on this machine (/dev/nvidiactl)"
         try:

@@ -39,7 +39,8 @@ _STACK = re.compile(r"(\d+) bytes stack frame")
 
 
 def find_ptxas() -> str:
-    path = os.environ.get("NVCC_PLUS_PTXAS") or shutil.which("ptxas")
+    from superopt.config.settings import env_value
+    path = env_value("NVCC_PLUS_PTXAS") or shutil.which("ptxas")
     if not path:
         raise FileNotFoundError("ptxas is not on PATH (set NVCC_PLUS_PTXAS or install the CUDA "
                                 "toolchain, e.g. pip install 'nvcc-plus[toolchain]')")

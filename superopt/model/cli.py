@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -245,7 +244,10 @@ def propose_command(file, kernel, spec_file, test_model, local, url, model, back
     from superopt.model.base import ModelConfig, ModelError
     from superopt.model.proposer import ModelProposer, ProposerOptions, search_with_model
     from superopt.judge import BackendJudge
-    from superopt.optimize import PtxSourceError, find_spec, options_from_config, ptx_from_file
+    from superopt.config.resolved import Settings
+    from superopt.search.options import search_options
+    from superopt.specs.sources import find_spec
+    from superopt.toolchain import PtxSourceError, ptx_from_file
 
     try:
         be = _backend_from_options(test_model, local, url, model)
@@ -267,9 +269,9 @@ def propose_command(file, kernel, spec_file, test_model, local, url, model, back
     if len(names) != 1:
         raise click.ClickException(f"kernel {kernel!r} matches {len(names)} kernels")
     name = names[0]
-    specs = [load_spec(spec_file, name)] if spec_file else find_spec(module, name, source=str(file), config=None)[0]
+    specs = [load_spec(spec_file, name)] if spec_file else find_spec(module, name, source=str(file), settings=None)[0]
     target = module.target[0] if module.target else "sm_90"
-    options = options_from_config({"backend": backend})
+    options = search_options(Settings({"backend": backend}))
     judge = BackendJudge(backend)
     result = search_with_model(module, name, specs, target=target, options=options, judge=judge,
                                proposer=ModelProposer(be, opts))
@@ -310,9 +312,11 @@ def export_command(paths, output, min_speedup, no_cache, no_chat, no_generations
     """Write every verified, measured-faster rewrite as JSONL (baseline PTX, winning PTX,
     provenance, speedup, verification evidence) from records (PATHS: files or folders;
     default NVCC_PLUS_REPORT_DIR) and the cache."""
+    from superopt.config.settings import env_value
     from superopt.model.dataset import export
-    if not paths and os.environ.get("NVCC_PLUS_REPORT_DIR") and Path(os.environ["NVCC_PLUS_REPORT_DIR"]).exists():
-        paths = (Path(os.environ["NVCC_PLUS_REPORT_DIR"]),)
+    report_dir = env_value("NVCC_PLUS_REPORT_DIR")
+    if not paths and report_dir and Path(report_dir).exists():
+        paths = (Path(report_dir),)
     stats = export(output, paths, include_cache=not no_cache, min_speedup=min_speedup, chat=not no_chat,
                    generations=not no_generations)
     msg = (f"dataset: {stats['rows']} row(s) from {stats['files']} record file(s)"

@@ -20,8 +20,14 @@ example (the rewrite-mode prompt and the winning function as the answer). Rows a
 de-duplicated by (baseline, optimized) text. Estimates (no GPU) are never exported.
 
 Verified generations (``superopt generate``) are rows too, with ``"task": "generate"``: the
-description, the reference, the verified PTX and the evidence
-(:mod:`superopt.generate.record`); ``--no-generations`` leaves them out.
+description, the signature, the reference (kind, label, source), the launch specs, the verified
+PTX (function text), the evidence (every verdict's policy, seed, input sets; the confirmation on
+fresh inputs), ptxas resources, timing against a CUDA reference where a GPU measured it, and
+``messages``: the generation prompt with the verified kernel as the answer. They are saved as
+soon as a generation is accepted (:func:`save_generation_row`), and ``dataset export`` also reads
+generation records given as paths; ``--no-generations`` leaves them out.
+
+This module is the one home of dataset rows: from search records and from generation records.
 """
 from __future__ import annotations
 
@@ -35,12 +41,15 @@ from typing import Iterable, Iterator
 DATASET_SCHEMA = "nvcc-plus/dataset"
 DATASET_VERSION = 1
 WIN_FATES = ("winner", "faster")
+GENERATION_SCHEMA = "nvcc-plus/generation"      # the record superopt generate writes
+GENERATE_TASK = "generate"
 
 
 def dataset_dir() -> Path:
     """Where searches save their measured wins: ``NVCC_PLUS_DATASET_DIR``, else
     ``dataset/`` in the cache directory."""
-    env = os.environ.get("NVCC_PLUS_DATASET_DIR")
+    from superopt.config.settings import env_value
+    env = env_value("NVCC_PLUS_DATASET_DIR")
     if env:
         return Path(env)
     from superopt.store.cache import default_cache_dir
@@ -174,7 +183,6 @@ def collect(paths: Iterable = (), *, include_cache: bool = True, min_speedup: fl
     """Rows from record files under ``paths`` and (optionally) the cache; plus counts.
     ``generations``: also verified generations (``superopt generate``: ``task = "generate"``;
     verified, not necessarily faster, so ``min_speedup`` does not apply to them)."""
-    from superopt.generate.record import GENERATE_TASK, is_generation_record, row_from_record
     rows: dict[str, dict] = {}
     stats = {"files": 0, "unreadable": 0, "kernels": 0, "wins_without_text": 0, "rows": 0, "generations": 0}
     for path in iter_json_files(paths):
@@ -185,7 +193,7 @@ def collect(paths: Iterable = (), *, include_cache: bool = True, min_speedup: fl
             continue
         stats["files"] += 1
         if is_generation_record(doc):
-            row = row_from_record(doc) if generations else None
+            row = row_from_generation_record(doc) if generations else None
             if row is not None:
                 rows.setdefault(row["id"], row)
             continue
@@ -226,6 +234,64 @@ def collect(paths: Iterable = (), *, include_cache: bool = True, min_speedup: fl
     stats["rows"] = len(out)
     stats["generations"] = sum(1 for r in out if r.get("task") == GENERATE_TASK)
     return out, stats
+
+
+# ---------------------------------------------------------------- generations
+
+def is_generation_record(doc) -> bool:
+    return isinstance(doc, dict) and doc.get("schema") == GENERATION_SCHEMA
+
+
+def _evidence(v: dict) -> dict:
+    ev = v.get("evidence") or {}
+    return {"status": v.get("status"), "reason": v.get("reason"), "policy": v.get("policy"),
+            "seed": ev.get("seed"), "sets": ev.get("sets"), "backend": ev.get("backend")}
+
+
+def row_from_generation_record(rec: dict) -> dict | None:
+    """The dataset row of an accepted generation record (None for any other record)."""
+    if not is_generation_record(rec) or rec.get("status") != "accepted":
+        return None
+    res = rec.get("result") or {}
+    ptx = res.get("ptx")
+    if not ptx:
+        return None
+    ref = rec.get("reference") or {}
+    rid = hashlib.sha256((rec.get("description", "") + "\0" + (ref.get("source") or "") + "\0" + ptx)
+                         .encode()).hexdigest()[:16]
+    messages = None
+    winner_round = next((rd for rd in rec.get("rounds", [])
+                         if any(r.get("fate") == "accepted" for r in rd.get("responses", []))), None)
+    if winner_round and winner_round.get("messages"):
+        messages = list(winner_round["messages"]) + [{"role": "assistant", "content": ptx}]
+    timing = res.get("timing") or {}
+    return {
+        "schema": DATASET_SCHEMA, "version": DATASET_VERSION, "task": GENERATE_TASK, "id": "gen-" + rid,
+        "kernel": rec.get("kernel"), "description": rec.get("description"), "signature": rec.get("signature"),
+        "target": rec.get("target"), "policy": (rec.get("judge") or {}).get("policy"),
+        "reference": {"kind": ref.get("kind"), "label": ref.get("label"), "source": ref.get("source")},
+        "specs": rec.get("specs"), "ptx": ptx, "header": rec.get("header"),
+        "verification": {"checks": [_evidence(v) for v in res.get("verdicts") or []],
+                         "confirmations": [_evidence(v) for v in res.get("confirmations") or []],
+                         "backend": (rec.get("judge") or {}).get("backend")},
+        "resources": res.get("resources"),
+        "speedup": timing.get("speedup") if timing.get("status") == "ok" else None,
+        "timing": timing if timing.get("status") == "ok" else None,
+        "provenance": {"model": rec.get("model"), "round": res.get("what"), "created": rec.get("created")},
+        **({"messages": messages} if messages else {}),
+    }
+
+
+def save_generation_row(rec: dict, root: Path | None = None) -> Path | None:
+    """Write the dataset row of an accepted generation to the dataset folder (None otherwise)."""
+    from superopt.store.cache import atomic_write_text
+    row = row_from_generation_record(rec)
+    if row is None:
+        return None
+    root = Path(root) if root else dataset_dir()
+    path = root / f"{row['id']}.json"
+    atomic_write_text(path, json.dumps(row, indent=1))
+    return path
 
 
 def export(out_path: str | os.PathLike | None, paths: Iterable = (), **kw) -> dict:

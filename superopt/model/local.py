@@ -119,8 +119,8 @@ def default_threads() -> int:
     many tiny operations, where OpenMP threads mostly wait for each other: on a 2-core
     machine one thread generated 5x faster than two (SmolLM2-135M, 319 tokens: 29 s vs 182 s),
     and a ``make -j`` build keeps the other cores busy anyway."""
-    env = os.environ.get("NVCC_PLUS_LLM_THREADS")
-    return max(1, int(env)) if env else 1
+    from superopt.config.settings import env_number
+    return env_number("NVCC_PLUS_LLM_THREADS", 1, minimum=1, integer=True)
 
 
 class _GrammarProcessor:

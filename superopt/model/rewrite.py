@@ -136,6 +136,7 @@ def make_rewrite_candidate(module: ptx_ir.Module, kernel: str, text: str,
             "kernel's header (name, parameters, directives) is unchanged.",
     params={},
     source="superopt.model.rewrite",
+    carries_code=True,
 )
 def model_rewrite(fn, *, function: str = "") -> list[Change]:
     if not function:

@@ -27,8 +27,20 @@ Rules every pass keeps:
 * It keeps the kernel's name, parameters, globals and launch contract.
 * It proposes; it never decides. The judge (differential check + timing) decides.
 
+What the search needs to know of a pass, the pass says in :func:`register` (adding a pass is
+one new file here and its tests, nothing else):
+
+* ``order`` -- where the rule search tries it (lower first; structural passes that change how
+  memory is moved come before hints and knobs, since within a budget they are worth more);
+* ``launch_params`` -- parameters the search fills from the launch, ``{param: fact}``, facts
+  being :data:`LAUNCH_FACTS` (a pass that specialises for the timed block asks
+  ``{"block": "timed_block"}``);
+* ``carries_code`` -- its parameters carry code (a model's function body): a lockfile or cache
+  entry naming it is applied only after the judge accepts the result against nvcc's code.
+
 Passes are found by importing every module in this package (one pass per file) plus any
-user file loaded with :func:`load_pass_file` (``superopt try MY_PASS.py``).
+user file loaded with :func:`load_pass_file` (``superopt try MY_PASS.py``); a module elsewhere
+may register a pass too (the model's ``model-rewrite``, in :mod:`superopt.model.rewrite`).
 """
 from __future__ import annotations
 
@@ -40,8 +52,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-__all__ = ["Change", "PassInfo", "register", "registry", "get_pass", "load_pass_file",
-           "param_grid"]
+__all__ = ["Change", "PassInfo", "LAUNCH_FACTS", "register", "registry", "get_pass", "load_pass_file",
+           "param_grid", "DEFAULT_ORDER"]
+
+#: What the search can tell a pass about the launch it is judged at (``launch_params``):
+LAUNCH_FACTS = {
+    "timed_block": "the block of the launch spec the search times with (none beside dynamic shared "
+                   "memory: a pass's static arrays would add to the launch's); any spec's block is a "
+                   "safe choice for a pass that tests %ntid at run time",
+    "contract_block": "the largest block of a launch spec a person wrote or the program's captured "
+                      "launches (the launch contract; none for inferred specs)",
+}
+DEFAULT_ORDER = 100        # passes that do not say: after every built-in structural pass
 
 
 @dataclass
@@ -63,6 +85,9 @@ class PassInfo:
     run: Callable
     params: dict = field(default_factory=dict)
     source: str = "builtin"
+    order: int = DEFAULT_ORDER
+    launch_params: dict = field(default_factory=dict)     # param -> a key of LAUNCH_FACTS
+    carries_code: bool = False
 
     def __call__(self, fn, **params) -> list[Change]:
         result = self.run(fn, **params)
@@ -74,13 +99,18 @@ _LOADED = False
 
 
 def register(*, name: str, summary: str, assumes: str, params: dict | None = None,
-             source: str | None = None):
+             source: str | None = None, order: int = DEFAULT_ORDER, launch_params: dict | None = None,
+             carries_code: bool = False):
+    unknown = sorted(set((launch_params or {}).values()) - set(LAUNCH_FACTS))
+    if unknown:
+        raise ValueError(f"pass {name!r}: unknown launch fact(s) {unknown} (known: {', '.join(LAUNCH_FACTS)})")
+
     def wrap(func: Callable) -> Callable:
         if name in _REGISTRY and _REGISTRY[name].run is not func:
             raise ValueError(f"two passes are named {name!r} "
                              f"({_REGISTRY[name].source} and {source or func.__module__})")
         _REGISTRY[name] = PassInfo(name, summary, assumes, func, dict(params or {}),
-                                   source or func.__module__)
+                                   source or func.__module__, order, dict(launch_params or {}), carries_code)
         return func
     return wrap
 

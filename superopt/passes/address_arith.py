@@ -394,6 +394,7 @@ def divide(fn) -> list[Change]:
 
 @register(
     name="address-arithmetic",
+    order=50,
     summary="hoist loop-invariant index math, strength-reduce 64-bit induction products, "
             "divide by loop-invariant integers with a magic multiply",
     assumes="loops with a unique preheader; hoisted values have one definition in the function; "

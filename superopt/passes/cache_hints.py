@@ -241,6 +241,7 @@ def _with_load_mods(inst: Instruction, nc: bool, hint: str | None, policy: Reg |
 
 @register(
     name="cache-hints",
+    order=80,
     summary="read-only ld.global.nc where no write can be observed; streaming .cs/.lu/"
             "evict-first hints for write-once outputs and read-once inputs",
     assumes=("nc: the load runs before any global store, atomic, barrier, fence or call of "

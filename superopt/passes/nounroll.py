@@ -21,6 +21,7 @@ def pragma() -> Directive:
 
 @register(
     name="nounroll",
+    order=70,
     summary='add .pragma "nounroll" at loop headers so ptxas keeps the loops rolled',
     assumes="nothing: the pragma is a hint to ptxas and changes no instruction",
     params={"scope": ["innermost", "all"]},

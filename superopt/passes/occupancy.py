@@ -75,6 +75,8 @@ def _set(fn, name: str, values: list[int]) -> None:
 
 @register(
     name="occupancy",
+    order=60,
+    launch_params={"block": "contract_block"},
     summary="set .maxnreg / .minnctapersm (with .maxntid from the launch block) to trade "
             "registers for occupancy",
     assumes=("block (from the launch spec, filled in by the search) bounds every block the "

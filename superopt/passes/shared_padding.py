@@ -461,6 +461,7 @@ def _entry_anchor(fn):
 
 @register(
     name="shared-padding",
+    order=21,
     summary="pad a kernel-local __shared__ array by PAD bytes every CHUNK bytes (remap every "
             "access) so that power-of-two strides stop hitting one bank",
     assumes=("The array is declared in the function with a fixed size; its address (and all "

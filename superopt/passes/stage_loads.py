@@ -303,6 +303,8 @@ def stage_loads_rewrite(fn, plan: StagingPlan) -> list[Change]:
 
 @register(
     name="stage-loads",
+    order=11,
+    launch_params={"block": "timed_block"},
     summary="coalesce strided global loads (read-strided transposes, layout permutes) by "
             "gathering a block's elements through shared memory before the body runs",
     assumes=("block (from the launch spec) is the block the rewrite is specialised for; a runtime "

@@ -224,6 +224,8 @@ def stage_stores_rewrite(fn, plan: StagingPlan) -> list[Change]:
 
 @register(
     name="stage-stores",
+    order=10,
+    launch_params={"block": "timed_block"},
     summary="coalesce strided global stores (naive transposes, layout permutes) by staging a "
             "block's values through shared memory",
     assumes=("block (from the launch spec) is the block the rewrite is specialised for; a runtime "

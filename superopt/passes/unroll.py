@@ -580,6 +580,7 @@ def loop_plans(fn, **kw) -> list[LoopPlan]:
 
 @register(
     name="unroll",
+    order=40,
     summary="unroll counted innermost loops by k (2/4/8); the original loop runs the remainder",
     assumes="single-latch innermost loop, contiguous, entered by fall-through; exit test "
             "'iv CMP bound' right after the only update iv += step (step constant, or a "

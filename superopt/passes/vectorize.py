@@ -757,6 +757,7 @@ def _describe_obligations(obligations: dict) -> str:
 
 @register(
     name="vectorize-memory",
+    order=20,
     summary="merge per-thread contiguous scalar global/shared loads and stores into .v2/.v4",
     assumes=("Alignment of each merged group is proven from the IR (affine addresses, "
              ".ptr .align, aligned .shared declarations, loop-pointer recurrences) or, with "

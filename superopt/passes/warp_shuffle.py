@@ -71,7 +71,7 @@ UNIFORM_ATOM_PREFIXES = ("sym:", "param:", "%ntid", "%ctaid", "%nctaid")
 
 
 @dataclass(eq=False)
-class Step:
+class TreeLevel:
     load_own: Instruction
     load_other: Instruction
     op: Instruction
@@ -136,7 +136,7 @@ def _without_tid(aff: Affine) -> Affine:
     return Affine._from(d)
 
 
-def _find_steps(fn, insts, volatile: bool, accesses: dict) -> list[Step]:
+def _find_steps(fn, insts, volatile: bool, accesses: dict) -> list[TreeLevel]:
     """Steps whose store is in ``insts`` (one block, in order)."""
     du = fn.def_use
     pos = {id(i): k for k, i in enumerate(insts)}
@@ -197,7 +197,7 @@ def _find_steps(fn, insts, volatile: bool, accesses: dict) -> list[Step]:
                 s = -(d0.constant // size)      # negative: "only when tid == 0"
         if s is None:
             continue
-        steps.append(Step(own, other, op, st, size, s))
+        steps.append(TreeLevel(own, other, op, st, size, s))
     return steps
 
 
@@ -365,7 +365,7 @@ class _Emitter:
         self.emit(Instruction("mov", (".b64",), (w, Vec((lo2, hi2)))))
         return w, p
 
-    def apply_op(self, step: Step, v: Reg, w: Reg, guard: Guard | None = None):
+    def apply_op(self, step: TreeLevel, v: Reg, w: Reg, guard: Guard | None = None):
         srcs = (v, w) if step.own_first() else (w, v)
         self.emit(step.op.with_(operands=(v, *srcs), guard=guard))
 
@@ -377,7 +377,7 @@ def _value_reg_type(ld: Instruction) -> str:
     return ".b32" if type_size(t) == 4 else ".b64"
 
 
-def _barrier_tail(fn, steps: list[Step], addr: Addr, partials: str, barrier: Instruction,
+def _barrier_tail(fn, steps: list[TreeLevel], addr: Addr, partials: str, barrier: Instruction,
                   em: _Emitter, end_label: str) -> None:
     """Lanes 0..31 of warp 0 do steps 16..1 in registers; then the one barrier."""
     first = steps[0]
@@ -832,8 +832,8 @@ def _place(fn, em: "_Emitter", region: list, copies: list, static: bool, orig: s
         fn.insert_after(region[-1], Label(after))
 
 
-def _as_const(step: Step, s: int) -> Step:
-    return Step(step.load_own, step.load_other, step.op, step.store, step.size, s)
+def _as_const(step: TreeLevel, s: int) -> TreeLevel:
+    return TreeLevel(step.load_own, step.load_other, step.op, step.store, step.size, s)
 
 
 def _reads_ok_from(fn, block, syms, base, size) -> bool:
@@ -977,6 +977,7 @@ def _may_have_steps(fn) -> bool:
 
 @register(
     name="warp-shuffle-reduction",
+    order=30,
     summary="last steps (s = 16..1) of shared-memory tree reductions through shfl.sync.down, "
             "same operation order (bit-identical)",
     assumes="step addresses sdata[tid] / sdata[tid+s] proven by affine analysis; guards "

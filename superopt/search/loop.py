@@ -36,24 +36,11 @@ from superopt.judge.cache import CachingJudge
 from superopt.judge.protocol import Judge
 from superopt.judge.ptxas import run_ptxas
 from superopt.search.candidates import Candidate, make_candidate, text_hash
+from superopt.search.options import SearchOptions
 from superopt.search.proposer import ProposalContext, Proposer
 from superopt.search.rules import RuleProposer, priority
 from superopt.store import record as rec
 from superopt.store.record import Decision, Fate, Status
-
-
-@dataclass
-class SearchOptions:
-    budget_s: float = 30.0                  # per kernel, wall clock
-    policy: str = "exact"
-    backend: str = "auto"                   # auto | gpu | emulator
-    no_gpu: str = "locked"                  # locked | estimate
-    passes: list[str] | None = None         # None: every registered pass
-    extra_params: dict = field(default_factory=dict)   # pass -> params forced (e.g. block size)
-    check_sets: int = 4
-    timing_reps: int = 60
-    # compute-sanitizer tools run on the candidate to keep (GPU only; empty: none)
-    sanitize: tuple = ("memcheck", "racecheck")
 
 
 @dataclass
@@ -202,13 +189,12 @@ def _built_in(candidate: Candidate) -> bool:
     rewrite or a user's pass file is checked first (a hang or fault at full size would cost
     far more than the check)."""
     from superopt.passes import registry
-    from superopt.search.stored import UNTRUSTED_PASSES
     if (candidate.provenance or {}).get("proposer", "rules") != "rules":
         return False
     passes = registry()
     return bool(candidate.plan) and all(
         st.pass_name in passes and passes[st.pass_name].source.startswith("superopt.passes.")
-        and st.pass_name not in UNTRUSTED_PASSES for st in candidate.plan)
+        and not passes[st.pass_name].carries_code for st in candidate.plan)
 
 
 def _first_error(log: str) -> str:
@@ -401,7 +387,7 @@ def _combine(module, kernel, entries, by_id, judge: Judge, run_one, within_budge
     for e in entries:
         if e["fate"] in good and len(e["plan"]) == 1:
             cand = by_id[e["id"]]
-            score = (e.get("speedup") or 1.0) if judge.can_time else -priority(cand.plan[0].pass_name)
+            score = (e.get("speedup") or 1.0) if judge.can_time else -priority(cand.plan[0].pass_name)[0]
             name = cand.plan[0].pass_name
             if name not in best_per_pass or score > best_per_pass[name][0]:
                 best_per_pass[name] = (score, e["id"])

@@ -1,21 +1,24 @@
 """The rule proposer: every registered pass alone with each of its parameter values.
 
-Structural passes come first: within a budget, the passes that change how memory is moved or
-how much work is done are worth more time than hints and knobs.
+Passes are tried in the order they declare (:attr:`superopt.passes.PassInfo.order`): structural
+passes first, since within a budget the passes that change how memory is moved or how much work
+is done are worth more time than hints and knobs.
 """
 from __future__ import annotations
 
 import ptx_ir
-from superopt.passes import param_grid, registry
+from superopt.passes import DEFAULT_ORDER, param_grid, registry
 from superopt.search.candidates import Candidate, Step, make_candidate
 
-PASS_PRIORITY = ("stage-stores", "stage-loads", "vectorize-memory", "shared-padding",
-                 "warp-shuffle-reduction", "unroll", "address-arithmetic", "occupancy", "nounroll",
-                 "cache-hints")
+def priority(name: str) -> tuple[int, str]:
+    """Sort key of a pass: its declared order, then its name (unknown names last)."""
+    info = registry().get(name)
+    return (info.order if info is not None else DEFAULT_ORDER + 1, name)
 
 
-def priority(name: str) -> int:
-    return PASS_PRIORITY.index(name) if name in PASS_PRIORITY else len(PASS_PRIORITY)
+def ordered_pass_names() -> list[str]:
+    """Every registered pass, in the order the rule search tries them."""
+    return sorted(registry(), key=priority)
 
 
 def rule_candidates(module: ptx_ir.Module, kernel: str, options, notes: list[str]) -> list[Candidate]:
@@ -23,7 +26,7 @@ def rule_candidates(module: ptx_ir.Module, kernel: str, options, notes: list[str
     ``options``: the search's (``passes``: which, None for all; ``extra_params``: per pass,
     parameters forced onto every combination)."""
     passes = registry()
-    names = options.passes if options.passes is not None else sorted(passes, key=priority)
+    names = options.passes if options.passes is not None else ordered_pass_names()
     out: list[Candidate] = []
     seen: set[str] = set()
     for name in names:

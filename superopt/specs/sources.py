@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from superopt.config.resolved import Settings
 from superopt.specs.capture.format import MINOR_SHARE, CaptureError, load_capture
 
 CAPTURE_ENV = "NVCC_PLUS_CAPTURE"
@@ -65,20 +66,23 @@ class SpecSources:
 _CAPTURES: dict = {}
 
 
-def capture_path(config: dict | None) -> str | None:
-    cfg = config or {}
-    path = os.environ.get(CAPTURE_ENV) or cfg.get("capture")
+def capture_path(settings: Settings | None) -> str | None:
+    """The capture file NVCC_PLUS_CAPTURE / ``capture`` names (a path in nvcc-plus.toml is
+    relative to the file's folder)."""
+    settings = settings or Settings()
+    path = settings.text(CAPTURE_ENV)
     if not path:
         return None
-    if not os.path.isabs(path) and cfg.get("config_path") and not os.environ.get(CAPTURE_ENV):
-        path = os.path.join(os.path.dirname(cfg["config_path"]), path)
+    from_file = settings.config_path and settings.origin(CAPTURE_ENV) == settings.config_path
+    if not os.path.isabs(path) and from_file:
+        path = os.path.join(os.path.dirname(settings.config_path), path)
     return str(path)
 
 
-def load_configured_capture(config: dict | None) -> dict | None:
+def load_configured_capture(settings: Settings | None) -> dict | None:
     """The capture named by NVCC_PLUS_CAPTURE / ``capture``, loaded once per process;
     CaptureError (naming the file) when it cannot be read."""
-    path = capture_path(config)
+    path = capture_path(settings)
     if path is None:
         return None
     try:
@@ -93,11 +97,11 @@ def load_configured_capture(config: dict | None) -> dict | None:
     return _CAPTURES[key]
 
 
-def candidates_in_order(module, kernel: str, *, source: str | None, config: dict | None,
+def candidates_in_order(module, kernel: str, *, source: str | None, settings: Settings | None,
                         capture: dict | None, search_minor: bool = False,
-                        min_share: float = MINOR_SHARE) -> SpecSources:
+                        min_share: float = MINOR_SHARE, deadline: float | None = None) -> SpecSources:
     out = SpecSources(kernel)
-    inferred, why_not = explicit_or_inferred(module, kernel, source=source, config=config)
+    inferred, why_not = explicit_or_inferred(module, kernel, source=source, settings=settings, deadline=deadline)
     if capture is not None:
         from superopt.specs.capture.specs import captured_specs
         cs = captured_specs(capture, module, kernel)
@@ -158,8 +162,10 @@ def reblocked(inferred: list, captured: list) -> list:
     return out
 
 
-def explicit_or_inferred(module, kernel: str, *, source: str | None,
-                          config: dict | None) -> tuple[SpecChoice | None, str | None]:
+def explicit_or_inferred(module, kernel: str, *, source: str | None, settings: Settings | None,
+                         deadline: float | None = None) -> tuple[SpecChoice | None, str | None]:
+    """The kernel's explicit specs (toml table, source comment), else the inferred ones; or
+    None and why not. ``deadline``: inference stops by then (it is capped anyway)."""
     from superopt.specs import inference
     source_text = None
     if source and os.path.exists(source):
@@ -167,11 +173,11 @@ def explicit_or_inferred(module, kernel: str, *, source: str | None,
             source_text = Path(source).read_text(errors="replace")
         except OSError:
             source_text = None
-    cfg = {k: v for k, v in (config or {}).items() if k != "deadline"}
     cap = INFERENCE_CAP_S
-    if (config or {}).get("deadline") is not None:
-        cap = max(0.5, min(cap, float(config["deadline"]) - time.time()))
-    result = inference.infer_specs(module, kernel, source_text=source_text, config=cfg, deadline_s=cap)
+    if deadline is not None:
+        cap = max(0.5, min(cap, float(deadline) - time.time()))
+    result = inference.infer_specs(module, kernel, source_text=source_text, config=_document(settings),
+                                   deadline_s=cap)
     specs = getattr(result, "specs", None)
     if specs:
         return SpecChoice(list(specs), getattr(result, "origin", None) or "inferred",
@@ -179,7 +185,18 @@ def explicit_or_inferred(module, kernel: str, *, source: str | None,
     return None, getattr(result, "reason", None) or "no launch spec"
 
 
-def explicit_specs_key(module, kernel: str, *, source: str | None, config: dict | None) -> str | None:
+def find_spec(module, kernel: str, *, source: str | None, settings: Settings | None) -> tuple[list | None, str]:
+    """The launch specs for ``kernel`` (a list: one per launch shape): explicit (toml, source
+    comment) or inferred, and where they came from; None and the reason if neither."""
+    choice, why_not = explicit_or_inferred(module, kernel, source=source, settings=settings)
+    return (list(choice.specs), choice.origin) if choice else (None, why_not)
+
+
+def _document(settings: Settings | None) -> dict:
+    return settings.spec_document() if settings is not None else {}
+
+
+def explicit_specs_key(module, kernel: str, *, source: str | None, settings: Settings | None) -> str | None:
     """Identity of the user's explicit launch specs for ``kernel`` (its ``[kernels."NAME"]``
     table in nvcc-plus.toml, or its ``// nvcc-plus:`` comment), or None when it has none.
 
@@ -194,7 +211,7 @@ def explicit_specs_key(module, kernel: str, *, source: str | None, config: dict 
         return None
     parts = []
     try:
-        found = inference.explicit_specs({k: v for k, v in (config or {}).items() if k != "deadline"}, fn)
+        found = inference.explicit_specs(_document(settings), fn)
     except Exception as exc:  # noqa: BLE001 - an invalid table is reported by the search itself
         found = None
         parts.append(f"invalid toml spec: {exc}")

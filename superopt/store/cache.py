@@ -38,10 +38,12 @@ def parse_size(text) -> int:
     return int(value * mult)
 
 
-def configured_max_size(config: dict | None = None) -> int:
-    """The size limit from NVCC_PLUS_CACHE_MAX_SIZE / nvcc-plus.toml ``cache_max_size``."""
-    from superopt.settings import resolve
-    v, origin = resolve("NVCC_PLUS_CACHE_MAX_SIZE", config=config or {})
+def configured_max_size(settings=None) -> int:
+    """The size limit from NVCC_PLUS_CACHE_MAX_SIZE / nvcc-plus.toml ``cache_max_size`` (the
+    run's :class:`superopt.config.resolved.Settings`; None: the environment's)."""
+    from superopt.config.resolved import Settings
+    settings = settings if settings is not None else Settings()
+    v, origin = settings.raw("NVCC_PLUS_CACHE_MAX_SIZE"), settings.origin("NVCC_PLUS_CACHE_MAX_SIZE")
     try:
         return parse_size(DEFAULT_MAX_SIZE if v is None else v)
     except ValueError as exc:
@@ -49,7 +51,8 @@ def configured_max_size(config: dict | None = None) -> int:
 
 
 def default_cache_dir() -> Path:
-    env = os.environ.get("NVCC_PLUS_CACHE_DIR")
+    from superopt.config.settings import env_value
+    env = env_value("NVCC_PLUS_CACHE_DIR")
     if env:
         return Path(env)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")

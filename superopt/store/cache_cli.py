@@ -8,11 +8,12 @@ import click
 
 
 def _cache():
-    from superopt.config_cli import project_config
+    from superopt.config.cli import project_config
     from superopt.store.cache import DecisionCache, configured_max_size
     data, _, _, _ = project_config()
     try:
-        limit = configured_max_size(data)
+        from superopt.config.resolved import Settings
+        limit = configured_max_size(Settings(data))
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     return DecisionCache(max_bytes=limit)

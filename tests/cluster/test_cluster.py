@@ -1,4 +1,4 @@
-"""Kernel searches on a Dask cluster (superopt.cluster), on the CPU: a scheduler and workers on
+"""Kernel searches on a Dask cluster (superopt.search.cluster), on the CPU: a scheduler and workers on
 127.0.0.1 started with Dask's own programs, searching with the emulator and the dry-run judge
 (bench/scale/dryrun.py: real checks on the emulator, stand-in timings) on fake GPUs; a dead
 worker, an unreachable cluster and a task that outlives its limit each leave nvcc's code and
@@ -20,8 +20,9 @@ import pytest
 pytest.importorskip("distributed")
 
 from bench.scale.localcluster import LocalDaskCluster  # noqa: E402
-from superopt.cluster import ClusterSearch, ClusterTimeout, bounded, close_all  # noqa: E402
+from superopt.search.cluster import ClusterSearch, ClusterTimeout, bounded, close_all  # noqa: E402
 from superopt.optimize import optimize_module  # noqa: E402
+from superopt.config.resolved import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).parent / "data"
@@ -67,7 +68,7 @@ def cluster(tmp_path_factory):
 
 def compile_module(**kw):
     t0 = time.monotonic()
-    res = optimize_module(PTX, source=SRC, target="sm_90", config={}, **kw)
+    res = optimize_module(PTX, source=SRC, target="sm_90", settings=Settings.from_config({}), **kw)
     return res, time.monotonic() - t0
 
 
@@ -149,17 +150,18 @@ def test_decisions_cached_for_a_cluster_apply_while_it_is_down(builder, monkeypa
     assert c.models() == ["Dry GPU"] and c.down and "unreachable" in c.down
     # a decision stored under that model ("keep nvcc's code" for both kernels) is found
     import ptx_ir
-    from superopt.optimize import _cluster_tool, _globals_text
+    from superopt.config.resolved import Settings
+    from superopt.decide.run import globals_text as _globals_text
     from superopt.judge.ptxas import ptxas_version
     from superopt.passes import registry
     from superopt.store.cache import decision_key
     from superopt.specs.sources import explicit_specs_key
     module = ptx_ir.parse(PTX)
     for fn in module.kernels:
-        explicit = explicit_specs_key(module, fn.name, source=SRC, config={})   # the user's specs are in the key
+        explicit = explicit_specs_key(module, fn.name, source=SRC, settings=Settings())   # the user's specs are in the key
         tool = f"{ptxas_version()} explicit={explicit}" if explicit else ptxas_version()
         key = decision_key(kernel_text=ptx_ir.printer.emit_function(fn), globals_text=_globals_text(module),
-                           target="sm_90", tool=_cluster_tool(tool, "Dry GPU"), policy="exact",
+                           target="sm_90", tool=f"{tool} gpu=Dry GPU", policy="exact",
                            passes=list(registry()))
         DecisionCache().put(key, {"kernel": fn.name, "plan": [], "status": "kept-baseline"})
     monkeypatch.setenv("NVCC_PLUS_CLUSTER", address)

@@ -1,4 +1,4 @@
-"""One table of settings (superopt/settings.py) that the code, the README, --plus-help and
+"""One table of settings (superopt/config/settings.py) that the code, the README, --plus-help and
 `superopt config` cannot drift from: eight variables were once read and documented nowhere."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from nvcc_plus.plusflags import PLUS_FLAGS_BOOL, PLUS_FLAGS_WITH_VALUE
-from superopt import settings as S
+from superopt.config import settings as S
 
 REPO = Path(__file__).resolve().parents[2]
 NAME = re.compile(r"\b(?:NVCC_PLUS|SUPEROPT)_[A-Z0-9_]*[A-Z0-9]\b")
@@ -20,7 +20,7 @@ def _names_in_code() -> dict[str, str]:
         for path in (REPO / folder).rglob("*"):
             if path.suffix not in (".py", ".c", ".sh", "") or not path.is_file() or "corpus" in path.parts:
                 continue
-            if path.name == "test_settings.py" or path == REPO / "superopt" / "settings.py":
+            if path.name == "test_settings.py" or path == REPO / "superopt" / "config" / "settings.py":
                 continue
             try:
                 text = path.read_text(errors="replace")
@@ -34,7 +34,7 @@ def _names_in_code() -> dict[str, str]:
 def test_every_variable_the_code_reads_is_in_the_table():
     in_code = _names_in_code()
     missing = {k: v for k, v in in_code.items() if k not in S.BY_ENV}
-    assert missing == {}, f"add these to superopt/settings.py (name: first file): {missing}"
+    assert missing == {}, f"add these to superopt/config/settings.py (name: first file): {missing}"
 
 
 def test_the_table_lists_nothing_the_code_does_not_read():
@@ -47,7 +47,7 @@ def test_readme_tables_are_generated_from_the_table():
     text = (REPO / "README.md").read_text()
     blocks = S.readme_blocks(text)
     assert set(blocks) == set(S.GROUPS), "every group has its block in the README"
-    assert S.update_readme(text) == text, "run: python -m superopt.settings --update-readme"
+    assert S.update_readme(text) == text, "run: python -m superopt.config.settings --update-readme"
     for s in S.SETTINGS:
         assert f"`{s.env}`" in text
 

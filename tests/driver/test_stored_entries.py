@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import ptx_ir
-from superopt.optimize import _globals_text
+from superopt.decide.run import globals_text as _globals_text
 from superopt.search.candidates import Step, apply_plan, text_hash
 from superopt.store.cache import decision_key
 from tests.driver.helpers import base_env, needs_nvcc, nvcc, plus, plus_lines

@@ -17,7 +17,7 @@ from tests.driver.helpers import NVCC_PLUS, base_env, needs_nvcc, opt_env, plus,
 
 
 def test_plus_help_exits_0_and_lists_every_setting(tmp_path):
-    from superopt.settings import SETTINGS
+    from superopt.config.settings import SETTINGS
     # A real nvcc that would fail loudly proves --plus-help never reaches nvcc.
     env = base_env(NVCC_PLUS_REAL_NVCC="/bin/false")
     proc = run([*NVCC_PLUS, "--plus-help"], tmp_path, env)

@@ -16,7 +16,7 @@ import ptx_ir
 from superopt.generate.judge import ReferenceJudge
 from superopt.generate.kernel import GeneratedKernel, KernelLaunchError
 from superopt.generate.loop import GenerateOptions, generate
-from superopt.generate.record import row_from_record
+from superopt.model.dataset import row_from_generation_record as row_from_record
 from superopt.generate.signature import SignatureError, parse_signature, stub_module_text
 from superopt.generate.task import TaskError, build_task
 from superopt.judge.ptxas import run_ptxas

@@ -6,7 +6,8 @@ import ptx_ir
 from superopt.judge import CachingJudge, Judge
 from superopt.judge.cache import spec_key
 from superopt.judge.check import Verdict
-from superopt.search.loop import SearchOptions, search_kernel
+from superopt.search.loop import search_kernel
+from superopt.search.options import SearchOptions
 from superopt.specs.launch_spec import LaunchSpec
 from tests.model.helpers import VADD, test_passes, vadd_spec  # noqa: F401 (a fixture)
 

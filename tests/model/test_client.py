@@ -13,7 +13,7 @@ from superopt.cli import main
 from superopt.model.base import Constraint, ModelConfig, ModelError, make_backend
 from superopt.model.client import ServerBackend, api_base
 from superopt.model.proposer import ModelProposer, ProposerOptions, search_with_model
-from superopt.search.loop import SearchOptions
+from superopt.search.options import SearchOptions
 from tests.model.helpers import VADD, VADD_GOOD, FakeJudge, OpenAIStandIn, PlantedModel, vadd_spec
 
 

@@ -25,7 +25,7 @@ from superopt.specs.launch_spec import Buffer, LaunchSpec, Scalar
 from superopt.model.cli import CHECK_KERNEL
 from superopt.model.client import ServerBackend
 from superopt.model.proposer import GOOD_FATES, ModelProposer, ProposerOptions, search_with_model
-from superopt.search.loop import SearchOptions
+from superopt.search.options import SearchOptions
 from tests.model.helpers import FakeJudge, OpenAIStandIn, need_llm
 
 PARSED_FATES = set(GOOD_FATES) | {"not-faster", "rejected-ptxas", "rejected-check", "not-judged", "did-not-apply",

@@ -15,7 +15,8 @@ import ptx_ir
 from superopt.search.candidates import apply_plan
 from superopt.model.base import ModelConfig, ModelError
 from superopt.model.proposer import ModelProposer, ProposerOptions, search_with_model
-from superopt.search.loop import SearchOptions, search_kernel
+from superopt.search.loop import search_kernel
+from superopt.search.options import SearchOptions
 from tests.model.helpers import VADD, VADD_FN, VADD_GOOD, VADD_WRONG, FakeJudge, PlantedModel, vadd_spec
 
 GOOD_PLAN = '{"steps":[{"pass":"test-nc-loads","params":{"which":"all"}}]}'

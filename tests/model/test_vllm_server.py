@@ -28,7 +28,7 @@ import ptx_ir
 from superopt.model.cli import CHECK_KERNEL, run_check
 from superopt.model.client import ServerBackend
 from superopt.model.proposer import ModelProposer, ProposerOptions, search_with_model
-from superopt.search.loop import SearchOptions
+from superopt.search.options import SearchOptions
 from tests.model.helpers import need_llm
 from tests.model.test_local_model import _assert_all_complete_and_parsed, check_spec, judge
 

@@ -20,7 +20,7 @@ from ptx_ir.printer import emit_function
 from superopt.judge.ptxas import run_ptxas
 from superopt.passes import get_pass
 from superopt.passes.shared_padding import analyse, new_size
-from superopt.search.rules import PASS_PRIORITY
+from superopt.search.rules import ordered_pass_names
 from tests.passes.data.ptx_tools import apply, buffer, emulator_available, load, scalar
 
 PASS = "shared-padding"
@@ -85,7 +85,8 @@ TRANSPOSE_SPEC = {"kernel": TRANSPOSE, "grid": ["cdiv(cols, 32)", "cdiv(rows, 32
 def test_registered_after_vectorize_memory():
     info = get_pass(PASS)
     assert info.params == {"chunk": [128, 256]}
-    assert PASS_PRIORITY.index(PASS) == PASS_PRIORITY.index("vectorize-memory") + 1
+    order = ordered_pass_names()
+    assert order.index(PASS) == order.index("vectorize-memory") + 1
 
 
 # --------------------------------------------------------------------------- fires

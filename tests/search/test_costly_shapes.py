@@ -88,7 +88,8 @@ def test_a_faster_candidate_is_left_unchecked_at_the_costly_shape_until_it_is_ke
 def test_a_faster_candidate_wrong_only_at_the_costly_shape_is_never_kept(test_passes):  # noqa: F811
     """Through the whole search: the candidate is faster, right on the small shape, wrong at
     the costly one; the search keeps nvcc's code and says why."""
-    from superopt.search.loop import SearchOptions, search_kernel
+    from superopt.search.loop import search_kernel
+    from superopt.search.options import SearchOptions
     big, small = big_spec(), vadd_spec()
     judge = SizeJudge(speedup=1.3, wrong_at=spec_key(big))
     result = search_kernel(ptx_ir.parse(VADD), "vadd", [big, small], target="sm_90",
@@ -102,7 +103,8 @@ def test_a_faster_candidate_wrong_only_at_the_costly_shape_is_never_kept(test_pa
 
 
 def test_the_kept_candidate_was_checked_at_every_shape(test_passes):  # noqa: F811
-    from superopt.search.loop import SearchOptions, search_kernel
+    from superopt.search.loop import search_kernel
+    from superopt.search.options import SearchOptions
     big, small = big_spec(), vadd_spec()
     judge = SizeJudge(speedup=1.3)
     result = search_kernel(ptx_ir.parse(VADD), "vadd", [big, small], target="sm_90",
@@ -197,7 +199,8 @@ def captured(spec: LaunchSpec) -> LaunchSpec:
 
 
 def test_an_inferred_shape_beside_a_capture_that_nvcc_code_fails_on_is_dropped(test_passes):  # noqa: F811
-    from superopt.search.loop import SearchOptions, search_kernel
+    from superopt.search.loop import search_kernel
+    from superopt.search.options import SearchOptions
     real, guessed, fine = captured(vadd_spec()), vadd_spec(), vadd_spec()
     guessed.block, guessed.origin = (96, 1, 1), "inferred"
     fine.params[-1], fine.origin = Scalar("n", "u32", 29), "inferred"
@@ -215,7 +218,8 @@ def test_an_inferred_shape_beside_a_capture_that_nvcc_code_fails_on_is_dropped(t
 def test_without_a_capture_no_shape_is_dropped(test_passes):  # noqa: F811
     """Inferred specs alone: an unjudgeable one leaves the candidates not judged (and the
     optimizer tries the next source), as before."""
-    from superopt.search.loop import SearchOptions, search_kernel
+    from superopt.search.loop import search_kernel
+    from superopt.search.options import SearchOptions
     first, guessed = vadd_spec(), vadd_spec()
     guessed.block = (96, 1, 1)
     judge = UnjudgeableShapeJudge(bad=guessed)
@@ -229,8 +233,8 @@ def test_a_capture_nvcc_code_cannot_be_judged_at_sends_the_search_to_the_next_so
     """Built-in candidates are timed before the captured size is checked; when every one the
     search tried to keep turns out not judgeable there (nvcc's own code), the next spec source
     is searched, as when the check came first."""
-    from superopt.optimize import search_choices
-    from superopt.search.loop import SearchOptions
+    from superopt.search.choices import search_choices
+    from superopt.search.options import SearchOptions
     from superopt.specs.sources import SpecChoice
     big, small = big_spec(), vadd_spec()
     big.origin = "captured"

@@ -6,7 +6,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from superopt.search.candidates import Candidate
-from superopt.search.loop import SearchOptions, _emulator_shadow, _smallest_spec
+from superopt.search.loop import _emulator_shadow, _smallest_spec
+from superopt.search.options import SearchOptions
 from tests.judge.test_cheat_corpus import base_ptx, spec_of, variant_ptx
 
 GPU = SimpleNamespace(backend="gpu")

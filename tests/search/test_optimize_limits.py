@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 from superopt.optimize import optimize_module
+from superopt.config.resolved import Settings
 from superopt.specs.capture.format import aggregate, write_capture
 from tests.capture.test_capture_specs import BIGS, SAXPY, p, ptr, t
 
@@ -16,7 +17,7 @@ EMU = {"backend": "emulator", "no_gpu": "estimate", "budget": 3, "passes": ["cac
 def test_past_deadline_searches_nothing_and_says_so(tmp_path, monkeypatch):
     monkeypatch.setenv("NVCC_PLUS_CACHE_DIR", str(tmp_path))
     t0 = time.monotonic()
-    res = optimize_module(K_PTX, config={**EMU, "deadline": time.time() - 1})
+    res = optimize_module(K_PTX, settings=Settings.from_config(EMU), deadline=time.time() - 1)
     assert time.monotonic() - t0 < 5
     assert not res.changed
     assert all("time limit" in k["reason"] for k in res.records["kernels"])
@@ -41,7 +42,7 @@ def test_captured_launches_are_used_and_minor_kernels_skipped(tmp_path, monkeypa
     cap = tmp_path / "cap.json"
     write_capture(_small_capture(), cap)
     monkeypatch.setenv("NVCC_PLUS_CAPTURE", str(cap))
-    res = optimize_module(K_PTX, config=dict(EMU), kernels=[SAXPY, BIGS])
+    res = optimize_module(K_PTX, settings=Settings.from_config(dict(EMU)), kernels=[SAXPY, BIGS])
     by = {k["kernel"]: k for k in res.records["kernels"]}
     assert by[SAXPY]["spec_origin"] == "captured" and by[SAXPY]["capture_share"] > 0.99
     assert "under 1%" in by[BIGS]["reason"] and by[BIGS]["candidates"] == []
@@ -50,19 +51,20 @@ def test_captured_launches_are_used_and_minor_kernels_skipped(tmp_path, monkeypa
 def test_unreadable_capture_is_named_and_ignored(tmp_path, monkeypatch):
     monkeypatch.setenv("NVCC_PLUS_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("NVCC_PLUS_CAPTURE", str(tmp_path / "nope.json"))
-    res = optimize_module(K_PTX, config={**EMU, "deadline": time.time() - 1})
+    res = optimize_module(K_PTX, settings=Settings.from_config(EMU), deadline=time.time() - 1)
     assert any("capture not used" in m and "nope.json" in m for m in res.messages)
 
 
 def test_bad_settings_are_named():
     import pytest
 
-    from superopt.optimize import SettingError, options_from_config
+    from superopt.config.resolved import SettingError
+    from superopt.search.options import search_options
     for cfg, word in [({"backend": "quantum"}, "backend"), ({"no_gpu": "bogus"}, "no_gpu"),
                       ({"policy": "ulp:abc"}, "policy"), ({"budget": "nan"}, "budget"),
                       ({"budget": "soon"}, "budget")]:
         with pytest.raises(SettingError, match=word):
-            options_from_config(cfg)
+            search_options(Settings(cfg))
 
 
 def test_corrupt_cache_entries_are_ignored_and_replaced(tmp_path):
@@ -96,9 +98,10 @@ class _Stop(BaseException):
 
 
 def test_a_hard_stop_mid_search_carries_the_kernels_decided_before_it(tmp_path, monkeypatch):
+    import superopt.model.proposer as proposer
     import superopt.optimize as opt
     monkeypatch.setenv("NVCC_PLUS_CACHE_DIR", str(tmp_path))
-    real = opt.search_with_model
+    real = proposer.search_with_model
     calls = []
 
     def stop_on_second(module, kernel, *a, **kw):
@@ -107,9 +110,9 @@ def test_a_hard_stop_mid_search_carries_the_kernels_decided_before_it(tmp_path, 
             raise _Stop("alarm")
         return real(module, kernel, *a, **kw)
 
-    monkeypatch.setattr(opt, "search_with_model", stop_on_second)
+    monkeypatch.setattr(proposer, "search_with_model", stop_on_second)
     try:
-        opt.optimize_module(K_PTX, config=EMU)
+        opt.optimize_module(K_PTX, settings=Settings.from_config(EMU))
     except _Stop as exc:
         partial = exc.partial
     else:

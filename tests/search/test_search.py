@@ -15,8 +15,10 @@ from ptx_ir import Imm
 from superopt import passes
 from superopt.search.candidates import Step, make_candidate
 from superopt.optimize import optimize_module
+from superopt.config.resolved import Settings
 from superopt.judge import Judge
-from superopt.search.loop import SearchOptions, search_kernel
+from superopt.search.loop import search_kernel
+from superopt.search.options import SearchOptions
 from reports import render
 from reports.compare import compare, gate
 from reports.load import validate
@@ -167,7 +169,7 @@ def test_module_cache_and_lockfile(tmp_path, monkeypatch):
     text = DATA.read_text()
     cfg = {"passes": OPTS.passes}
     judge = ScriptedJudge(speedups={"commute": 1.3})
-    first = optimize_module(text, config=cfg, kernels=[KERNEL], judge=judge, spec_for=lambda m, k: ([{"x": 1}], "test"))
+    first = optimize_module(text, settings=Settings.from_config(cfg), kernels=[KERNEL], judge=judge, spec_for=lambda m, k: ([{"x": 1}], "test"))
     # two candidates judged, then the kept one checked again on fresh inputs
     assert first.changed and judge.calls == 3
     assert "ld.global.nc.u32" in first.ptx
@@ -175,14 +177,14 @@ def test_module_cache_and_lockfile(tmp_path, monkeypatch):
     assert entry["searched_on"] == "Scripted GPU" and entry["spec_origin"] == "test"   # announced later
     validate(first.records)
     # Rebuild: the cached decision applies without judging anything.
-    again = optimize_module(text, config=cfg, kernels=[KERNEL], judge=judge, spec_for=lambda m, k: ([{"x": 1}], "test"))
+    again = optimize_module(text, settings=Settings.from_config(cfg), kernels=[KERNEL], judge=judge, spec_for=lambda m, k: ([{"x": 1}], "test"))
     assert judge.calls == 3 and again.ptx == first.ptx
     assert again.records["kernels"][0]["status"] in ("locked", "cached")
     # A machine without cache and without GPU reproduces the same binary from the lockfile.
     monkeypatch.setenv("NVCC_PLUS_CACHE_DIR", str(tmp_path / "other-cache"))
     monkeypatch.delenv("NVCC_PLUS_LOCK")
     no_gpu = ScriptedJudge(can_time=False)
-    locked = optimize_module(text, config=cfg, kernels=[KERNEL], judge=no_gpu, spec_for=lambda m, k: ([{"x": 1}], "test"))
+    locked = optimize_module(text, settings=Settings.from_config(cfg), kernels=[KERNEL], judge=no_gpu, spec_for=lambda m, k: ([{"x": 1}], "test"))
     assert no_gpu.calls == 0 and locked.ptx == first.ptx
     assert locked.records["kernels"][0]["status"] == "locked"
 
@@ -384,7 +386,11 @@ def test_a_candidate_the_sanitizer_flags_is_not_kept():
 
 
 def test_sanitize_setting(monkeypatch):
-    from superopt.optimize import options_from_config
+    from superopt.search.options import search_options
+
+    def options_from_config(cfg):
+        return search_options(Settings.from_config(cfg))
+
     assert options_from_config({}).sanitize == ("memcheck", "racecheck")
     monkeypatch.setenv("NVCC_PLUS_SANITIZE", "off")
     assert options_from_config({}).sanitize == ()

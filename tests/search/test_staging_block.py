@@ -2,9 +2,14 @@
 as dicts (a lockfile's or a toml's), and none beside dynamic shared memory."""
 from types import SimpleNamespace
 
-from superopt.optimize import _kernel_options, _staging_block
-from superopt.search.loop import SearchOptions
+from superopt.search.choices import kernel_search_options as _kernel_options, launch_facts
+from superopt.search.options import SearchOptions
 from superopt.specs.launch_spec import LaunchSpec
+
+
+def _staging_block(choice):
+    """The block stage-stores/stage-loads ask for (their launch_params: the timed block)."""
+    return launch_facts(choice).get("timed_block")
 
 
 def _spec(block, shared=0):

@@ -12,7 +12,9 @@ import pytest
 
 import ptx_ir
 from superopt.judge.launch_contract import contract_problem
-from superopt.optimize import _globals_text, optimize_module
+from superopt.decide.run import globals_text as _globals_text
+from superopt.optimize import optimize_module
+from superopt.config.resolved import Settings
 from superopt.search.candidates import Step, apply_plan, text_hash
 from superopt.store.cache import DecisionCache, decision_key
 from superopt.specs.sources import SpecChoice
@@ -59,7 +61,7 @@ def env(tmp_path, monkeypatch):
 def test_tampered_maxntid_in_lockfile_is_refused(tmp_path, env):
     lock = _lockfile(tmp_path, TAMPERED)
     env.setenv("NVCC_PLUS_LOCKFILE", str(lock))
-    res = optimize_module(BASE, config={**CFG, "kernels": EXPLICIT})
+    res = optimize_module(BASE, settings=Settings.from_config({**CFG, "kernels": EXPLICIT}))
     assert not res.changed and res.ptx == BASE and ".maxntid" not in res.ptx
     (line,) = [m for m in res.messages if "not applied" in m]
     assert line.startswith(f"{lock}: {SAXPY}: locked decision not applied: sets .maxntid 32")
@@ -70,7 +72,7 @@ def test_tampered_maxntid_in_lockfile_is_refused(tmp_path, env):
 
 def test_honest_maxntid_matching_the_explicit_block_is_applied(tmp_path, env):
     env.setenv("NVCC_PLUS_LOCKFILE", str(_lockfile(tmp_path, HONEST)))
-    res = optimize_module(BASE, config={**CFG, "kernels": EXPLICIT})
+    res = optimize_module(BASE, settings=Settings.from_config({**CFG, "kernels": EXPLICIT}))
     assert res.changed and ".maxntid 256" in res.ptx and ".minnctapersm 2" in res.ptx
     assert not [m for m in res.messages if "not applied" in m]
     assert res.records["kernels"][0]["status"] == "locked"
@@ -79,7 +81,7 @@ def test_honest_maxntid_matching_the_explicit_block_is_applied(tmp_path, env):
 def test_added_maxntid_without_an_explicit_or_captured_spec_is_refused(tmp_path, env):
     # Only inferred specs here: their block is a guess, and the program may launch bigger blocks.
     env.setenv("NVCC_PLUS_LOCKFILE", str(_lockfile(tmp_path, HONEST)))
-    res = optimize_module(BASE, config=dict(CFG))
+    res = optimize_module(BASE, settings=Settings.from_config(dict(CFG)))
     assert not res.changed and res.ptx == BASE
     (line,) = [m for m in res.messages if "not applied" in m]
     assert SAXPY in line and "no explicit or captured launch spec" in line
@@ -92,14 +94,14 @@ def test_tampered_cache_entry_is_refused_and_named(tmp_path, env):
     module = ptx_ir.parse(BASE)
     from superopt.specs.sources import explicit_specs_key
     tool = ptxas_version() + (f" model={model_identity()}" if model_identity() else "")
-    explicit = explicit_specs_key(module, SAXPY, source=None, config={**CFG, "kernels": EXPLICIT})
+    explicit = explicit_specs_key(module, SAXPY, source=None, settings=Settings.from_config({**CFG, "kernels": EXPLICIT}))
     tool = f"{tool} explicit={explicit}" if explicit else tool      # the user's specs are in the key
     key = decision_key(kernel_text=ptx_ir.printer.emit_function(module.function(SAXPY)),
                        globals_text=_globals_text(module), target=module.target[0], tool=tool,
                        policy="exact", passes=CFG["passes"])
     cache = DecisionCache()
     cache.put(key, _entry(TAMPERED)[1])
-    res = optimize_module(BASE, config={**CFG, "kernels": EXPLICIT})
+    res = optimize_module(BASE, settings=Settings.from_config({**CFG, "kernels": EXPLICIT}))
     assert not res.changed and res.ptx == BASE
     (line,) = [m for m in res.messages if "not applied" in m]
     assert line.startswith(f"{cache.path(key)}: {SAXPY}: cached decision not applied: sets .maxntid 32")
@@ -162,16 +164,16 @@ def test_contract_rules(base, new, blocks, origin, expect):
 def test_applied_entries_are_announced_only_when_verbose(tmp_path, env):
     lock = _lockfile(tmp_path, HONEST, searched_on="NVIDIA H200", spec_origin="captured")
     env.setenv("NVCC_PLUS_LOCKFILE", str(lock))
-    quiet = optimize_module(BASE, config={**CFG, "kernels": EXPLICIT})
+    quiet = optimize_module(BASE, settings=Settings.from_config({**CFG, "kernels": EXPLICIT}))
     assert quiet.changed and not [m for m in quiet.messages if "applied the" in m]
     env.setenv("NVCC_PLUS_VERBOSE", "1")
-    loud = optimize_module(BASE, config={**CFG, "kernels": EXPLICIT})
+    loud = optimize_module(BASE, settings=Settings.from_config({**CFG, "kernels": EXPLICIT}))
     assert loud.ptx == quiet.ptx
     (line,) = [m for m in loud.messages if "applied the" in m]
     assert line == (f"{lock}: {SAXPY}: applied the locked entry: plan occupancy(block=[256], minnctapersm=2); "
                     f"searched on NVIDIA H200, at the program's captured launches")
     # The driver hands over its resolved setting: the flag beats the environment.
-    assert not [m for m in optimize_module(BASE, config={**CFG, "kernels": EXPLICIT, "verbose": False}).messages
+    assert not [m for m in optimize_module(BASE, settings=Settings.from_config({**CFG, "kernels": EXPLICIT, "verbose": False})).messages
                 if "applied the" in m]
     assert loud.records["kernels"][0]["stored"] == {
         "file": str(lock), "provenance": "searched on NVIDIA H200, at the program's captured launches"}
@@ -191,7 +193,7 @@ def test_keep_nvcc_entries_are_announced_with_their_origin(tmp_path, env, extra,
     lock.write_text(json.dumps({"version": 1, "decisions": {key: entry}}))
     env.setenv("NVCC_PLUS_LOCKFILE", str(lock))
     env.setenv("NVCC_PLUS_VERBOSE", "yes")
-    res = optimize_module(BASE, config=dict(CFG))
+    res = optimize_module(BASE, settings=Settings.from_config(dict(CFG)))
     assert not res.changed
     (line,) = res.messages
     assert line == f"{lock}: {SAXPY}: applied the locked entry: plan keep nvcc code; {words}"
@@ -206,7 +208,7 @@ def test_stored_parameters_a_pass_refuses_keep_nvcc_code(tmp_path, env, params):
     lock = tmp_path / "nvcc-plus.lock"
     lock.write_text(json.dumps({"version": 1, "decisions": {key: entry}}))
     env.setenv("NVCC_PLUS_LOCKFILE", str(lock))
-    res = optimize_module(BASE, config={**CFG, "kernels": EXPLICIT})
+    res = optimize_module(BASE, settings=Settings.from_config({**CFG, "kernels": EXPLICIT}))
     assert not res.changed and res.ptx == BASE
     (line,) = res.messages
     assert line.startswith(f"{lock}: {SAXPY}: locked decision no longer applies")

@@ -6,7 +6,9 @@ import json
 from pathlib import Path
 
 import ptx_ir
-from superopt.optimize import _globals_text, optimize_module
+from superopt.decide.run import globals_text as _globals_text
+from superopt.optimize import optimize_module
+from superopt.config.resolved import Settings
 from superopt.passes import registry
 from superopt.store.cache import decision_key
 
@@ -35,7 +37,7 @@ def test_tampered_model_rewrite_in_lockfile_is_rejected(tmp_path, monkeypatch):
     monkeypatch.setenv("NVCC_PLUS_LOCKFILE", str(_lock_entry(tmp_path, "saxpy_const_a")))
     monkeypatch.setenv("NVCC_PLUS_CACHE_DIR", str(tmp_path / "cache"))
     base = (CHEATS / "saxpy.ptx").read_text()
-    res = optimize_module(base, config=dict(CFG))
+    res = optimize_module(base, settings=Settings.from_config(dict(CFG)))
     assert res.ptx == base or not res.changed
     (line,) = [m for m in res.messages if "carries code" in m]
     assert "not applied" in line and "rejected" in line
@@ -44,6 +46,6 @@ def test_tampered_model_rewrite_in_lockfile_is_rejected(tmp_path, monkeypatch):
 def test_honest_model_rewrite_in_lockfile_is_applied_after_the_check(tmp_path, monkeypatch):
     monkeypatch.setenv("NVCC_PLUS_LOCKFILE", str(_lock_entry(tmp_path, "saxpy_eq_commute")))
     monkeypatch.setenv("NVCC_PLUS_CACHE_DIR", str(tmp_path / "cache"))
-    res = optimize_module((CHEATS / "saxpy.ptx").read_text(), config=dict(CFG))
+    res = optimize_module((CHEATS / "saxpy.ptx").read_text(), settings=Settings.from_config(dict(CFG)))
     (k,) = res.records["kernels"]
     assert k["status"] == "locked" and any("re-checked" in n for n in k["notes"]), k

@@ -9,7 +9,8 @@ from dataclasses import replace
 import ptx_ir
 from superopt.judge.cache import spec_key
 from superopt.judge.check import Verdict
-from superopt.search.loop import COSTLY_CHECK_BYTES, SearchOptions, _with_timing_shape, search_kernel
+from superopt.search.loop import COSTLY_CHECK_BYTES, _with_timing_shape, search_kernel
+from superopt.search.options import SearchOptions
 from superopt.specs.launch_spec import Buffer, LaunchSpec, Scalar
 from superopt.specs.scaled import MAX_BYTES, TARGET_BYTES, TARGET_THREADS, timing_shape
 from tests.model.helpers import VADD, test_passes, vadd_spec  # noqa: F401 (a fixture)

@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from superopt.cli import main
+from superopt.config.resolved import Settings
 
 DATA = Path(__file__).resolve().parent / "data"
 QUICKSTART = Path(__file__).resolve().parents[1] / "driver" / "data" / "quickstart" / "saxpy.cu"
@@ -106,10 +107,10 @@ def test_explicit_spec_is_part_of_the_cache_key(tmp_path):
         {"name": "out", "kind": "buffer", "type": "s32", "length": 32, "direction": "out"},
         {"name": "in", "kind": "buffer", "type": "s32", "length": 32, "direction": "in"},
         {"name": "n", "kind": "scalar", "type": "s32", "value": 32}]}
-    assert explicit_specs_key(module, name, source=None, config={}) is None
-    a = explicit_specs_key(module, name, source=None, config={"kernels": {name: table}})
+    assert explicit_specs_key(module, name, source=None, settings=Settings({})) is None
+    a = explicit_specs_key(module, name, source=None, settings=Settings({"kernels": {name: table}}))
     table["block"] = [64, 1, 1]
-    b = explicit_specs_key(module, name, source=None, config={"kernels": {name: table}})
+    b = explicit_specs_key(module, name, source=None, settings=Settings({"kernels": {name: table}}))
     assert a and b and a != b
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 import ptx_ir
-from superopt.optimize import find_spec
+from superopt.config.resolved import Settings
+from superopt.specs.sources import find_spec
 from superopt.specs.template import spec_template
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not found")
@@ -48,7 +49,7 @@ def test_the_comment_as_printed_gives_a_spec(compiled, tmp_path):
     t = spec_template(module, name, cu.read_text())
     src = tmp_path / "k.cu"
     src.write_text(t.comment + "\n" + KERNEL.lstrip())
-    specs, origin = find_spec(module, name, source=str(src), config=None)
+    specs, origin = find_spec(module, name, source=str(src), settings=None)
     assert origin == "comment" and specs[0].block == (256, 1, 1)
     assert [p.name for p in specs[0].params] == ["rows", "cols", "s", "in", "out"]
 
@@ -57,5 +58,5 @@ def test_the_toml_table_as_printed_gives_a_spec(compiled):
     _, _, module, name = compiled
     t = spec_template(module, name, KERNEL)
     config = tomllib.loads(t.toml)
-    specs, origin = find_spec(module, name, source=None, config=config)
+    specs, origin = find_spec(module, name, source=None, settings=Settings(config))
     assert origin.startswith("toml") and specs[0].buffers[1].direction == "inout"

@@ -5,7 +5,7 @@ Why one table: the code grew variables faster than the README did (eight were re
 documented nowhere). ``nvcc-plus --plus-help``, ``superopt config`` and the README's
 settings tables are all generated from :data:`SETTINGS`, and ``tests/driver/test_settings.py``
 checks that every ``NVCC_PLUS_*``/``SUPEROPT_*`` name the code reads is here and that the
-README's generated blocks are current (``python -m superopt.settings --update-readme``).
+README's generated blocks are current (``python -m superopt.config.settings --update-readme``).
 
 Precedence, for every setting: ``--plus-*`` flag (or a ``superopt`` option) > environment >
 ``nvcc-plus.toml`` > default. :func:`resolve` applies it and says where a value came from.
@@ -211,7 +211,10 @@ def toml_value(data: dict, key: str):
         return data["driver"][key]
     if key in data:
         return data[key]
+    drv = data.get("driver") if isinstance(data.get("driver"), dict) else {}
     for alias, real in TOML_ALIASES.items():
+        if real == key and key in DRIVER_TOML_KEYS and alias in drv:
+            return drv[alias]
         if real == key and alias in data:
             return data[alias]
     return None
@@ -238,6 +241,52 @@ def resolve(env_name: str, *, config: dict | None = None, env=None, flags: dict 
         if v is not None:
             return v, str(config.get("config_path") or "nvcc-plus.toml")
     return None, "default"
+
+
+class SettingError(ValueError):
+    """A setting whose value nvcc-plus does not accept; the message names the setting, the
+    value, where it came from and what it accepts (a configuration error, not a crash)."""
+
+
+def env_value(env_name: str, env=None) -> str | None:
+    """The environment's value of a setting of the table (its aliases too), or None when unset
+    or empty. Settings with no toml key and no flag are read here, where they are used: one
+    reader, and a name missing from the table is a KeyError, not a silent default."""
+    s = BY_ENV[env_name]
+    env = os.environ if env is None else env
+    if env.get(s.env):
+        return env[s.env]
+    for alias in (a for a in SETTINGS if a.alias_of == s.env):
+        if env.get(alias.env):
+            return env[alias.env]
+    return None
+
+
+def parse_number(name: str, raw, *, origin: str = "", minimum: float | None = None,
+                 integer: bool = False) -> float | int:
+    """``raw`` as a finite number (an int with ``integer``) of at least ``minimum``, else a
+    :class:`SettingError` naming the setting."""
+    import math
+    where = f" (from {origin})" if origin and origin != "default" else ""
+    kind = "a whole number" if integer else "a number"
+    bound = f" >= {minimum:g}" if minimum is not None else ""
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        value = math.nan
+    if isinstance(raw, bool) or not math.isfinite(value) or (minimum is not None and value < minimum) \
+            or (integer and value != int(value)):
+        raise SettingError(f"{name}={raw!r}{where} is not {kind}{bound}")
+    return int(value) if integer else value
+
+
+def env_number(env_name: str, default, *, minimum: float | None = None, integer: bool = False, env=None):
+    """A numeric env-only setting: its value, or ``default`` when unset; a bad value is a
+    :class:`SettingError` (never silently the default)."""
+    raw = env_value(env_name, env)
+    if raw is None:
+        return default
+    return parse_number(env_name, raw.strip(), origin=f"env {env_name}", minimum=minimum, integer=integer)
 
 
 # ---------------------------------------------------------------------------- rendering
@@ -304,7 +353,7 @@ def plain_text(groups=None, width: int = 80) -> str:
 def _main(argv: list[str]) -> int:
     import pathlib
     import sys
-    readme = pathlib.Path(__file__).resolve().parents[1] / "README.md"
+    readme = pathlib.Path(__file__).resolve().parents[2] / "README.md"
     if argv == ["--update-readme"]:
         readme.write_text(update_readme(readme.read_text()))
         return 0

@@ -3,25 +3,30 @@
 An entry is data anyone could have written, so before it changes a kernel: its plan must
 parse and apply, give the PTX hash it recorded, keep the kernel's launch contract (directives
 vs the launch specs in force: :mod:`superopt.judge.launch_contract`), and a step that carries
-code (a model's function body) is applied only after the judge here accepts it against nvcc's
-code. Anything else is one line and a new search (or nvcc's code).
+code (a pass that says ``carries_code``: a model's function body) is applied only after the
+judge here accepts it against nvcc's code. Anything else is one line and a new search (or
+nvcc's code).
 """
 from __future__ import annotations
 
 import ptx_ir
+import superopt.model.rewrite  # noqa: F401 - registers model-rewrite: stored model wins re-apply without a model
 from superopt.judge import BackendJudge
+from superopt.passes import registry
 from superopt.search.candidates import PlanDidNotApply, Step, apply_plan, text_hash
-from superopt.search.loop import SearchOptions
+from superopt.search.options import SearchOptions
 from superopt.specs.sources import candidates_in_order
 from superopt.store.record import Status
 
-__all__ = ["UNTRUSTED_PASSES", "apply_stored", "recheck_stored", "specs_in_force", "provenance"]
+__all__ = ["apply_stored", "recheck_stored", "specs_in_force", "provenance", "carries_code"]
 
 
-# Steps whose parameters carry code (a model's function body): a lockfile or cache entry is
-# data anyone could have written, so such a step is applied only after the judge accepts
-# the result against nvcc's code here.
-UNTRUSTED_PASSES = ("model-rewrite",)
+def carries_code(plan) -> list[str]:
+    """The passes of ``plan`` whose parameters carry code (``PassInfo.carries_code``): a
+    lockfile or cache entry is data anyone could have written, so such a step is applied only
+    after the judge accepts the result against nvcc's code here."""
+    passes = registry()
+    return sorted({s.pass_name for s in plan if s.pass_name in passes and passes[s.pass_name].carries_code})
 
 
 def provenance(stored: dict) -> str:
@@ -39,14 +44,14 @@ def provenance(stored: dict) -> str:
     return ", ".join(parts) or "origin not recorded"
 
 
-def specs_in_force(module, kernel, source, config, capture):
+def specs_in_force(module, kernel, source, settings, capture):
     """The kernel's launch-spec choices here (explicit, captured, inferred), computed once and
     only when a stored entry changes a block bound."""
     memo: list = []
 
     def get():
         if not memo:
-            memo.append(candidates_in_order(module, kernel, source=source, config=config,
+            memo.append(candidates_in_order(module, kernel, source=source, settings=settings,
                                             capture=capture).choices)
         return memo[0]
     return get
@@ -91,10 +96,11 @@ def apply_stored(module, kernel: str, stored: dict, origin: str, records: dict, 
         messages.append(f"{entry}: {origin} decision not applied: {problem}; nvcc's code is used "
                         f"unless a search (GPU or NVCC_PLUS_NO_GPU=estimate) finds better")
         return None
-    if any(s.pass_name in UNTRUSTED_PASSES for s in plan):
+    coded = carries_code(plan)
+    if coded:
         verdict = recheck(module, new_module, kernel) if recheck else "no judge available"
         if verdict != "accepted":
-            messages.append(f"{entry}: {origin} decision carries code ({', '.join(UNTRUSTED_PASSES)}) that "
+            messages.append(f"{entry}: {origin} decision carries code ({', '.join(coded)}) that "
                             f"could not be re-checked against nvcc's code here ({verdict}); not applied")
             kr.update(status=Status.KEPT_BASELINE, decision=None,
                       reason=f"{origin} decision not applied: its code was not re-checked ({verdict})")
@@ -107,11 +113,11 @@ def apply_stored(module, kernel: str, stored: dict, origin: str, records: dict, 
     return new_module, True
 
 
-def recheck_stored(options: SearchOptions, source, config, capture, judge):
+def recheck_stored(options: SearchOptions, source, settings, capture, judge):
     """Judge a stored rewrite against nvcc's code with whatever can judge here (the GPU, else
     the emulator); returns "accepted" or why not."""
     def recheck(module, new_module, kernel) -> str:
-        found = candidates_in_order(module, kernel, source=source, config=config, capture=capture)
+        found = candidates_in_order(module, kernel, source=source, settings=settings, capture=capture)
         if not found.choices:
             return f"no launch spec: {found.reason}"
         j = judge if judge is not None else BackendJudge(options.backend, options.policy, options.check_sets,
@@ -123,3 +129,109 @@ def recheck_stored(options: SearchOptions, source, config, capture, judge):
                 return f"{v.status}: {v.reason}"
         return "accepted"
     return recheck
+
+
+class _StoredSource:
+    """What the lockfile and the cache share: applying an entry found for a kernel."""
+
+    name = "stored"
+
+    def __init__(self, run, judge=None):
+        self.run = run
+        self.judge = judge              # re-checks a stored model rewrite (None: one is made for it)
+
+    def _apply(self, job, stored: dict, origin: str, where: str) -> bool:
+        run = self.run
+        applied = apply_stored(run.result_module, job.kernel, stored, origin, run.records, run.messages,
+                               recheck_stored(run.options, run.source, run.settings, run.capture, self.judge),
+                               where=where, verbose=run.verbose,
+                               specs_in_force=specs_in_force(run.module, job.kernel, run.source, run.settings,
+                                                             run.capture))
+        if applied is None:
+            return False
+        run.result_module, did_change = applied
+        run.changed |= did_change
+        return True
+
+    def finish(self) -> None:
+        pass
+
+
+class LockedDecisions(_StoredSource):
+    """Decisions in ``nvcc-plus.lock``. With a capture and a way to time, an entry made at
+    guessed sizes is passed over: the kernel is searched again at the captured ones."""
+
+    name = "locked"
+
+    def __init__(self, run, judge=None, *, can_time=lambda: False):
+        super().__init__(run, judge)
+        self.can_time = can_time
+
+    def decide(self, job) -> bool:
+        run = self.run
+        stored = run.lock.get(job.key.lock_digest()) if run.lock else None
+        if stored is None:
+            return False
+        if run.capture is not None and stored.get("spec_origin") != "captured" and self.can_time():
+            return False
+        if not self._apply(job, stored, "locked", str(run.lock_path)):
+            return False
+        run.stats["locked"] += 1
+        return True
+
+
+class CachedDecisions(_StoredSource):
+    """Decisions in the cache: under the kernel's key, the key of its captured launches, and
+    (with a cluster) the keys of the GPU models the cluster's workers measured on."""
+
+    name = "cached"
+
+    def __init__(self, run, judge=None, *, cluster=None):
+        super().__init__(run, judge)
+        self.cluster = cluster
+
+    def _lookup(self, job):
+        run = self.run
+        key = job.key
+        found = run.cache.get(key.digest())
+        if found is not None:
+            return found, key
+        if self.cluster is None:
+            return self._captured(job, key)
+        for gpu in self.cluster.models():
+            on_gpu = key.on_gpu(gpu)
+            found = run.cache.get(on_gpu.digest())
+            if found is not None:
+                return found, on_gpu
+            found, captured_key = self._captured(job, on_gpu)
+            if found is not None:
+                return found, captured_key
+        return None, key
+
+    def _captured(self, job, key):
+        """The cached decision made at this kernel's captured launches, if any (no inference:
+        the key is that of the captured specs alone)."""
+        run = self.run
+        if run.capture is None:
+            return None, key
+        from superopt.specs.capture.specs import captured_specs
+        from superopt.specs.sources import specs_key
+        found = captured_specs(run.capture, run.module, job.kernel)
+        if not found.specs:
+            return None, key
+        at = key.at_captured(specs_key(found.specs))
+        return run.cache.get(at.digest()), at
+
+    def decide(self, job) -> bool:
+        run = self.run
+        stored, key = self._lookup(job)
+        if stored is None or not self._apply(job, stored, "cached", str(run.cache.path(key.digest()))):
+            run.stats["misses"] += 1
+            return False
+        run.stats["hits"] += 1
+        run.stats["saved_s"] += _number(stored.get("search_s"))
+        return True
+
+
+def _number(v) -> float:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0.0

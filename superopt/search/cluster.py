@@ -64,19 +64,14 @@ class ClusterUnavailable(RuntimeError):
     """The cluster cannot be used (not installed, unreachable, no GPU worker)."""
 
 
-def address_from(config: dict | None) -> str | None:
-    addr = os.environ.get("NVCC_PLUS_CLUSTER") or (config or {}).get("cluster")
-    return str(addr).strip() or None if addr else None
+def address_from(settings) -> str | None:
+    """The scheduler's address (NVCC_PLUS_CLUSTER, toml ``cluster``), or None."""
+    return settings.text("NVCC_PLUS_CLUSTER")
 
 
-def _env_float(name: str, default: float | None) -> float | None:
-    v = os.environ.get(name)
-    if v is None or not v.strip():
-        return default
-    try:
-        return float(v)
-    except ValueError:
-        raise ValueError(f"{name} must be a number of seconds, not {v!r}") from None
+def _seconds(name: str, default: float | None) -> float | None:
+    from superopt.config.settings import env_number
+    return env_number(name, default, minimum=0)
 
 
 @contextmanager
@@ -118,13 +113,14 @@ def worker_judge(options):
     """The judge a cluster worker searches with: NVCC_PLUS_JUDGE=module:function (a developer
     hook), else the backend the worker's environment names (NVCC_PLUS_BACKEND), else the
     builder's option (auto: the GPU when this worker has one)."""
-    hook = os.environ.get("NVCC_PLUS_JUDGE")
+    from superopt.config.settings import env_value
+    hook = env_value("NVCC_PLUS_JUDGE")
     if hook:
         import importlib
         mod, _, fn = hook.partition(":")
         return getattr(importlib.import_module(mod), fn)(options)
     from superopt.judge import BackendJudge
-    backend = os.environ.get("NVCC_PLUS_BACKEND") or options.backend
+    backend = env_value("NVCC_PLUS_BACKEND") or options.backend
     return BackendJudge(backend, options.policy, options.check_sets, options.timing_reps)
 
 
@@ -138,7 +134,7 @@ def worker_gpu_model() -> str:
     """Run on a worker (client.run): the model of the GPU its searches use."""
     global _WORKER_MODEL
     if _WORKER_MODEL is None:
-        from superopt.search.loop import SearchOptions
+        from superopt.search.options import SearchOptions
         _WORKER_MODEL = judge_model(worker_judge(SearchOptions()))
     return _WORKER_MODEL
 
@@ -147,7 +143,7 @@ def run_search(payload: dict) -> dict:
     """One kernel's search on a worker (a Dask task). Returns the record, the winning plan and
     what the builder needs to check and store it; never writes a cache or a lockfile."""
     import ptx_ir
-    from superopt.optimize import search_choices
+    from superopt.search.choices import search_choices
     from superopt.search.candidates import text_hash
     t0 = time.time()
     options = payload["options"]
@@ -229,10 +225,10 @@ class ClusterSearch:
 
     def __init__(self, address: str, *, cache_root=None):
         self.address = address
-        self.connect_timeout = _env_float("NVCC_PLUS_CLUSTER_CONNECT_TIMEOUT", DEFAULT_CONNECT_TIMEOUT)
-        self.task_timeout = _env_float("NVCC_PLUS_CLUSTER_TIMEOUT", None)
-        self.grace = _env_float("NVCC_PLUS_CLUSTER_GRACE", DEFAULT_GRACE)
-        self.retry = _env_float("NVCC_PLUS_CLUSTER_RETRY", DEFAULT_RETRY)
+        self.connect_timeout = _seconds("NVCC_PLUS_CLUSTER_CONNECT_TIMEOUT", DEFAULT_CONNECT_TIMEOUT)
+        self.task_timeout = _seconds("NVCC_PLUS_CLUSTER_TIMEOUT", None)
+        self.grace = _seconds("NVCC_PLUS_CLUSTER_GRACE", DEFAULT_GRACE)
+        self.retry = _seconds("NVCC_PLUS_CLUSTER_RETRY", DEFAULT_RETRY)
         self.cache_root = cache_root
         self.client = None
         self.down: str | None = None          # why the cluster is not used (once set, for good)

@@ -21,7 +21,7 @@ def load_toml(path: str | None) -> tuple[dict, list[str]]:
             data = tomllib.load(f)
     except (OSError, ValueError) as exc:
         return {}, [f"{path}: {' '.join(str(exc).split())}; ignoring it"]
-    from superopt.settings import unknown_key_problems
+    from superopt.config.settings import unknown_key_problems
     full = os.path.abspath(path)
     return {**data, "config_path": full}, unknown_key_problems(data, full)
 
@@ -53,7 +53,7 @@ def _show(value) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def config_command(source, show_all, as_json):
     """Print the effective settings and where each came from."""
-    from superopt.settings import GROUPS, SETTINGS, resolve
+    from superopt.config.settings import GROUPS, SETTINGS, resolve
     from superopt.store.cache import default_cache_dir
     from superopt.store.locations import lockfile_to_read, lockfile_to_write
 
@@ -70,7 +70,7 @@ def config_command(source, show_all, as_json):
             continue
         if s.alias_of:
             continue
-        value, origin = resolve(s.env, config=data)
+        value, origin = resolve(s.env, config=data)   # (the raw values: superopt.config.resolved.Settings reads them the same way)
         if value is None:
             value = computed.get(s.env, s.default)
         if s.env in SECRET and value:

@@ -1,0 +1,61 @@
+"""What one kernel's search may do: :class:`SearchOptions`, made from the run's settings."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from superopt.config.resolved import Settings, SettingError
+
+SANITIZER_TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
+
+
+@dataclass
+class SearchOptions:
+    budget_s: float = 30.0                  # per kernel, wall clock
+    policy: str = "exact"
+    backend: str = "auto"                   # auto | gpu | emulator
+    no_gpu: str = "locked"                  # locked | estimate
+    passes: list[str] | None = None         # None: every registered pass
+    extra_params: dict = field(default_factory=dict)   # pass -> params forced (e.g. block size)
+    check_sets: int = 4
+    timing_reps: int = 60
+    # compute-sanitizer tools run on the candidate to keep (GPU only; empty: none)
+    sanitize: tuple = ("memcheck", "racecheck")
+
+
+def search_options(settings: Settings) -> SearchOptions:
+    """The search options of a run (flag > environment > nvcc-plus.toml > default, as the
+    settings resolved them); a value nvcc-plus does not accept is a :class:`SettingError`."""
+    from superopt.judge.check import Policy
+    opts = SearchOptions()
+    budget = settings.raw("NVCC_PLUS_BUDGET")
+    if budget is not None:
+        try:
+            opts.budget_s = float(budget)
+        except (TypeError, ValueError):
+            raise SettingError(f"budget (NVCC_PLUS_BUDGET) must be a number of seconds, not {budget!r}") from None
+    if not (math.isfinite(opts.budget_s) and opts.budget_s >= 0):
+        raise SettingError(f"budget (NVCC_PLUS_BUDGET) must be a number of seconds >= 0, not {opts.budget_s}")
+    opts.policy = settings.text("NVCC_PLUS_POLICY", opts.policy)
+    opts.backend = settings.text("NVCC_PLUS_BACKEND", opts.backend)
+    opts.no_gpu = settings.text("NVCC_PLUS_NO_GPU", opts.no_gpu)
+    if opts.backend not in ("auto", "gpu", "emulator"):
+        raise SettingError(f"backend (NVCC_PLUS_BACKEND) must be auto, gpu or emulator, not {opts.backend!r}")
+    if opts.no_gpu not in ("locked", "estimate"):
+        raise SettingError(f"no_gpu (NVCC_PLUS_NO_GPU) must be locked or estimate, not {opts.no_gpu!r}")
+    try:
+        Policy.parse(opts.policy)
+    except ValueError as exc:
+        raise SettingError(f"policy (NVCC_PLUS_POLICY) {opts.policy!r}: {exc}") from None
+    tools = settings.names("NVCC_PLUS_SANITIZE")
+    if tools is not None:
+        tools = tuple(t for t in tools if t != "off")
+        unknown = [t for t in tools if t not in SANITIZER_TOOLS]
+        if unknown:
+            raise SettingError(f"NVCC_PLUS_SANITIZE: unknown compute-sanitizer tool(s) {unknown} "
+                               f"({', '.join(SANITIZER_TOOLS)}, or off)")
+        opts.sanitize = tools
+    passes = settings.names("NVCC_PLUS_PASSES")
+    if passes:
+        opts.passes = passes
+    return opts
