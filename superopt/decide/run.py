@@ -130,12 +130,12 @@ class ModuleRun:
             # A decision made at the program's real launches must not be shadowed by one made
             # at guessed sizes: captured specs are part of the cache key.
             key = key.at_captured(chosen.key)
-        decision = {"kernel": job.kernel, "plan": [], "ptx_hash": None, "status": kr["status"],
+        entry = {"kernel": job.kernel, "plan": [], "ptx_hash": None, "status": kr["status"],
                     "decision": kr.get("decision"), "spec_origin": kr.get("spec_origin")}
         if outcome.seconds is not None:
-            decision["search_s"] = round(outcome.seconds, 3)
+            entry["search_s"] = round(outcome.seconds, 3)
         if outcome.searched_on:
-            decision["searched_on"] = outcome.searched_on
+            entry["searched_on"] = outcome.searched_on
         if outcome.plan:
             new_module, _ = apply_plan(self.result_module, job.kernel, outcome.plan)
             got = text_hash(ptx_ir.printer.emit_function(new_module.function(job.kernel)))
@@ -148,22 +148,22 @@ class ModuleRun:
                 return False
             self.result_module = new_module
             self.changed = True
-            decision["plan"] = [s.to_dict() for s in outcome.plan]
-            decision["ptx_hash"] = got
+            entry["plan"] = [s.to_dict() for s in outcome.plan]
+            entry["ptx_hash"] = got
         if outcome.gpu is not None:
-            decision["gpu"] = outcome.gpu or "?"
+            entry["gpu"] = outcome.gpu or "?"
         self.records["kernels"][slot] = kr
         if kr["status"] in (Status.OPTIMIZED, Status.KEPT_BASELINE) and kr.get("decision") != "estimate" \
                 and outcome.store and measured(kr):
             try:
-                self.cache.put(key.digest(), decision)
+                self.cache.put(key.digest(), entry)
             except OSError as exc:
                 self.messages.append(f"decision not cached ({exc.filename or self.cache.root}: "
                                      f"{exc.strerror or exc})")
             if self.write_lock:
                 from superopt.store.locations import lockfile_to_write
                 target_lock = self.lock or Lockfile(lockfile_to_write(self.lock_dir, self.settings.config_path))
-                target_lock.record(job.key.lock_digest(), decision)
+                target_lock.record(job.key.lock_digest(), entry)
         return True
 
     # ---- the end -----------------------------------------------------------------------
