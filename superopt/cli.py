@@ -131,7 +131,7 @@ def _print_spec_fixes(console, module, kernels: list[dict], file: Path) -> None:
         try:
             tmpl = spec_template(module, k["kernel"], source_text)
         except Exception as exc:  # noqa: BLE001 - the fix is advice; its failure must not hide the table
-            console.print(f"  (no template: {type(exc).__name__}: {exc}; see README, Launch specs)")
+            console.print(f"  (no template: {type(exc).__name__}: {exc}; see docs/launch-specs.md)")
             continue
         console.print(tmpl.text(), markup=False)
 

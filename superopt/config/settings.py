@@ -2,10 +2,10 @@
 ``nvcc-plus.toml``, its ``--plus-*`` flag, its default and what it does.
 
 Why one table: the code grew variables faster than the README did (eight were read and
-documented nowhere). ``nvcc-plus --plus-help``, ``superopt config`` and the README's
-settings tables are all generated from :data:`SETTINGS`, and ``tests/driver/test_settings.py``
+documented nowhere). ``nvcc-plus --plus-help``, ``superopt config`` and the settings tables of
+``docs/settings.md`` are all generated from :data:`SETTINGS`, and ``tests/driver/test_settings.py``
 checks that every ``NVCC_PLUS_*``/``SUPEROPT_*`` name the code reads is here and that the
-README's generated blocks are current (``python -m superopt.config.settings --update-readme``).
+page's generated blocks are current (``python -m superopt.config.settings --update-docs``).
 
 Precedence, for every setting: ``--plus-*`` flag (or a ``superopt`` option) > environment >
 ``nvcc-plus.toml`` > default. :func:`resolve` applies it and says where a value came from.
@@ -291,8 +291,11 @@ def env_number(env_name: str, default, *, minimum: float | None = None, integer:
 
 # ---------------------------------------------------------------------------- rendering
 
+SETTINGS_PAGE = "docs/settings.md"     # the page whose tables are generated (relative to the repository)
+
+
 def markdown_table(group: str) -> str:
-    """The README's table of one group (between ``<!-- settings:GROUP -->`` markers)."""
+    """The settings page's table of one group (between ``<!-- settings:GROUP -->`` markers)."""
     rows = [s for s in SETTINGS if s.group == group]
     with_flags = any(s.flag for s in rows)
     with_toml = any(s.toml for s in rows)
@@ -310,8 +313,8 @@ def markdown_table(group: str) -> str:
     return "\n".join(out)
 
 
-def readme_blocks(text: str) -> dict[str, tuple[int, int]]:
-    """{group: (start, end)} of the generated blocks in the README text (the table between
+def settings_page_blocks(text: str) -> dict[str, tuple[int, int]]:
+    """{group: (start, end)} of the generated blocks in the settings page's text (the table between
     ``<!-- settings:GROUP -->`` and ``<!-- /settings -->``)."""
     out = {}
     pos = 0
@@ -327,8 +330,8 @@ def readme_blocks(text: str) -> dict[str, tuple[int, int]]:
         pos = end
 
 
-def update_readme(text: str) -> str:
-    for group, (start, end) in sorted(readme_blocks(text).items(), key=lambda kv: -kv[1][0]):
+def update_settings_page(text: str) -> str:
+    for group, (start, end) in sorted(settings_page_blocks(text).items(), key=lambda kv: -kv[1][0]):
         text = text[:start] + "\n" + markdown_table(group) + "\n" + text[end:]
     return text
 
@@ -353,9 +356,9 @@ def plain_text(groups=None, width: int = 80) -> str:
 def _main(argv: list[str]) -> int:
     import pathlib
     import sys
-    readme = pathlib.Path(__file__).resolve().parents[2] / "README.md"
-    if argv == ["--update-readme"]:
-        readme.write_text(update_readme(readme.read_text()))
+    page = pathlib.Path(__file__).resolve().parents[2] / SETTINGS_PAGE
+    if argv == ["--update-docs"]:
+        page.write_text(update_settings_page(page.read_text()))
         return 0
     if argv and argv[0] == "--markdown":
         for g in (argv[1:] or list(GROUPS)):

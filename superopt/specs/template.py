@@ -140,7 +140,7 @@ def _toml_value(v) -> str:
 
 
 def _toml_table(name: str, grid: list, block: list, params: list[dict]) -> str:
-    """The README's compact form: one inline table per parameter."""
+    """The compact form of docs/launch-specs.md: one inline table per parameter."""
     lines = [f"[kernels.{_toml_value(name)}]", f"grid = {_toml_value(grid)}", f"block = {_toml_value(block)}",
              "params = ["]
     for p in params:

@@ -1,4 +1,4 @@
-"""The README's quick start, as written: `make NVCC=nvcc-plus` in a project whose Makefile
+"""The README's drop-in build, as written: `make NVCC=nvcc-plus` in a project whose Makefile
 says `NVCC = nvcc` (tests/driver/data/quickstart). Built with -c, so no GPU is needed; with
 no GPU and nothing locked, nvcc-plus searches nothing (NVCC_PLUS_NO_GPU=locked, the default)."""
 from __future__ import annotations
@@ -50,7 +50,7 @@ def test_make_nvcc_equals_nvcc_plus_builds_through_nvcc_plus(tmp_path):
 
 
 def test_the_environment_form_does_not_reach_a_hard_assignment(tmp_path):
-    """Why the README says `make NVCC=nvcc-plus`: with `NVCC = nvcc` in the Makefile, the
+    """Why the README and docs/driver.md say `make NVCC=nvcc-plus`: with `NVCC = nvcc` in the Makefile, the
     environment's NVCC is ignored and plain nvcc runs."""
     proj, env = _project(tmp_path)
     proc = _make([], proj, {**env, "NVCC": "nvcc-plus"})

@@ -1,4 +1,4 @@
-"""One table of settings (superopt/config/settings.py) that the code, the README, --plus-help and
+"""One table of settings (superopt/config/settings.py) that the code, docs/settings.md, --plus-help and
 `superopt config` cannot drift from: eight variables were once read and documented nowhere."""
 from __future__ import annotations
 
@@ -43,11 +43,11 @@ def test_the_table_lists_nothing_the_code_does_not_read():
     assert stale == []
 
 
-def test_readme_tables_are_generated_from_the_table():
-    text = (REPO / "README.md").read_text()
-    blocks = S.readme_blocks(text)
-    assert set(blocks) == set(S.GROUPS), "every group has its block in the README"
-    assert S.update_readme(text) == text, "run: python -m superopt.config.settings --update-readme"
+def test_settings_page_tables_are_generated_from_the_table():
+    text = (REPO / S.SETTINGS_PAGE).read_text()
+    blocks = S.settings_page_blocks(text)
+    assert set(blocks) == set(S.GROUPS), f"every group has its block in {S.SETTINGS_PAGE}"
+    assert S.update_settings_page(text) == text, "run: python -m superopt.config.settings --update-docs"
     for s in S.SETTINGS:
         assert f"`{s.env}`" in text
 

@@ -62,7 +62,7 @@ def spec_of(kernel: str, which: str):
     k = KERNELS[kernel]
     if which == "explicit":
         return load_spec(str(HERE / k["spec"]))
-    # as superopt.optimize.find_spec: the first spec the inference gives
+    # as superopt.specs.sources.find_spec: the first spec the inference gives
     res = infer_specs(ptx_ir.parse(base_ptx(kernel)), k["entry"], source_text=(HERE / k["source"]).read_text())
     assert res.specs, f"no inferred spec for {kernel}: {getattr(res, 'reason', res)}"
     return res.specs[0]

@@ -394,7 +394,7 @@ def test_sanitize_setting(monkeypatch):
     assert options_from_config({}).sanitize == ("memcheck", "racecheck")
     monkeypatch.setenv("NVCC_PLUS_SANITIZE", "off")
     assert options_from_config({}).sanitize == ()
-    # The environment beats nvcc-plus.toml; a command's own option beats both (README).
+    # The environment beats nvcc-plus.toml; a command's own option beats both (docs/settings.md).
     assert options_from_config({"sanitize": ["memcheck"]}).sanitize == ()
     assert options_from_config({"overrides": {"sanitize": ["memcheck"]}}).sanitize == ("memcheck",)
     monkeypatch.delenv("NVCC_PLUS_SANITIZE")

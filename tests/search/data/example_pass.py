@@ -1,4 +1,4 @@
-"""A worked example of a user pass (README, "Write your own pass").
+"""A worked example of a user pass (docs/adding-a-pass.md).
 
 mul.lo by a power of two is a left shift: identical modulo 2^n for signed and unsigned
 integers alike, so the rewrite needs no precondition beyond the constant itself.
