@@ -544,7 +544,7 @@ def _choose(entries, by_id, judge: Judge, options: SearchOptions, kernel: str, r
     scored = sorted(((static_estimate(by_id[e["id"]].ptx, kernel), i, e) for i, e in enumerate(verified)),
                     key=lambda t: (t[0], t[1]))
     # The scores go into the record: a reader sees what the choice rested on (and how crude
-    # it is: instructions counted once each, loops not weighted; see README, "Without a GPU").
+    # it is: instructions counted once each, loops not weighted; see docs/search.md, "Without a GPU").
     record["static_estimate"] = {"baseline": base_cost, "note": STATIC_ESTIMATE_NOTE}
     for cost, _, e in scored:
         e["estimated_cost"] = cost
