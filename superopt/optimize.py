@@ -35,7 +35,7 @@ def optimize_module(ptx: str, *, target: str | None = None, source: str | None =
                     progress=progress)
     sources = _decision_sources(run, judge, spec_for)
     try:
-        for job in run.jobs():
+        for job in run.jobs(by_expected_gain=sources[-1].searches()):
             for src in sources:
                 if src.decide(job):
                     break

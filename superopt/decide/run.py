@@ -87,10 +87,15 @@ class ModuleRun:
             return None
 
     # ---- kernels ---------------------------------------------------------------------
-    def jobs(self):
-        """The kernels to decide, in module order."""
+    def jobs(self, by_expected_gain: bool = False):
+        """The kernels to decide: in module order, or (when they will be searched) where the
+        expected gain is first (superopt.decide.priority)."""
         from superopt.specs.sources import explicit_specs_key
-        for index, fn in enumerate(self.todo, 1):
+        order = self.todo
+        if by_expected_gain:
+            from superopt.decide.priority import search_order
+            order = search_order(self.todo, self.capture)
+        for index, fn in enumerate(order, 1):
             self.in_flight = fn.name
             text = ptx_ir.printer.emit_function(fn)
             # The user's explicit launch spec is part of the key: a decision verified with one

@@ -8,7 +8,7 @@ buffer. What it does, and why:
   distributions (floats: normal, specials with NaN/±Inf/denormals/-0, uniform, large, ...;
   ints: small, full range, near the bounds). :func:`run_baseline` and ``check(baseline=)``
   split the work so that a search can reuse the baseline's runs on one family of inputs
-  for several candidates (``superopt.search.loop.Judge`` does, until a rejection, and checks the
+  for several candidates (``superopt.judge.judge.BackendJudge`` does, until a rejection, and checks the
   candidate it keeps once more on inputs of its own).
 * **Sizes that are not multiples of the block.** Scalars that buffer lengths (or the
   grid) depend on get other values in later sets (smaller, not multiples of block.x),
@@ -70,6 +70,7 @@ from superopt.judge import atomic_judge
 from superopt.judge.backends.base import Backend, BackendUnavailable, get_backend
 from superopt.judge.inputs import (InputSet, complement_poison, fresh_seed, is_nan_bits, make_input_set,
                              make_rng, poison_unlike, input_plan, snapshot_array)
+from superopt.judge.phases import measured
 from superopt.specs.launch_spec import Buffer, Bytes, ElemType, LaunchSpec, SpecError
 
 __all__ = [
@@ -351,7 +352,7 @@ class BaselineRuns:
     of every set, which elements it leaves unwritten, its slowest launch.
 
     A search judges many candidates against one baseline; the baseline's behaviour on a
-    given set of inputs does not depend on the candidate, so :class:`~superopt.search.loop.Judge`
+    given set of inputs does not depend on the candidate, so :class:`~superopt.judge.judge.BackendJudge`
     reuses one ``BaselineRuns`` for the candidates of a kernel (each candidate still gets
     fresh output poisons unlike the baseline's values) and draws fresh inputs again after a
     rejection, whose evidence reveals input values."""
@@ -647,6 +648,7 @@ def _static_of(ptx: str, kernel: str):
     return r[0]
 
 
+@measured("static")
 def _static_verdict(baseline_ptx, candidate_ptx, kname, policy, ev, t_start) -> Verdict | None:
     """The static def-use check (superopt.judge.static_check), before anything runs: a
     candidate whose branch, store, return or call depends on a register nothing wrote,

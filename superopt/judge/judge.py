@@ -7,6 +7,7 @@ from contextlib import ExitStack, contextmanager
 
 from superopt.config.settings import env_value
 from superopt.judge.cache import spec_key, text_digest
+from superopt.judge.phases import phase
 from superopt.judge.protocol import Judge
 from superopt.specs.scaled import SCALED_SUFFIX
 
@@ -55,25 +56,29 @@ class BackendJudge(Judge):
 
     @contextmanager
     def hold(self, deadline: float | None = None):
-        """Hold a free GPU (superopt.judge.devices.lease) for a block: everything judged in it
-        runs on that GPU, and no other compilation's search runs there meanwhile. Yields the
-        Device, or None for a backend that needs no GPU. Re-entrant."""
+        """The GPU a kernel's search runs on (superopt.judge.devices), for a block: everything
+        judged in it runs on that GPU. By default (NVCC_PLUS_GPU_LEASE=step) the GPU is only
+        *assigned*: each GPU step holds it (checks shared with other compilations, timing
+        alone) and waits for it at most until ``deadline``; with ``search`` it is leased for
+        the whole block. Yields the Device, or None for a backend that needs no GPU. Re-entrant."""
         if self.backend != "gpu":
             yield None
             return
         from superopt.judge import devices
-        with devices.lease(deadline=deadline) as dev:
+        take = devices.lease if devices.lease_mode() == "search" else devices.assign
+        with take(deadline=deadline) as dev:
             yield dev
 
     @contextmanager
     def _on_gpu(self):
-        """hold() for one call of verify/time/sanitize; with no GPU to lease the call goes on
-        and its backend answers "could not judge" as it always did."""
+        """A GPU for one call of verify/time/sanitize outside a search's hold(): assigned as a
+        search would be (the steps inside hold it); with no GPU the call goes on and its backend
+        answers "could not judge" as it always did."""
         from superopt.judge import devices
         with ExitStack() as held:
             if self.backend == "gpu" and devices.current() is None:
                 try:
-                    held.enter_context(devices.lease())
+                    held.enter_context(devices.assign())
                 except devices.NoDevice:
                     pass
             yield
@@ -96,7 +101,7 @@ class BackendJudge(Judge):
         inputs for the next candidate, since its evidence shows input values. ``fresh``: a
         check on inputs drawn for this call alone (the search does that before keeping a
         candidate)."""
-        with self._on_gpu():
+        with self._on_gpu(), phase("check"):
             return self._verify(base_ptx, cand_ptx, spec, fresh=fresh)
 
     def _verify(self, base_ptx: str, cand_ptx: str, spec, *, fresh: bool):
@@ -130,16 +135,22 @@ class BackendJudge(Judge):
 
     def sanitize(self, base_ptx: str, cand_ptx: str, spec, tools):
         """compute-sanitizer on baseline and candidate (see superopt.judge.sanitize); GPU only."""
-        from superopt.judge.sanitize import SanitizerResult, sanitize_pair
+        from superopt.judge.sanitize import SanitizerResult, sanitize_pair, sanitizer_tools
         if self.backend != "gpu":
             return SanitizerResult("unavailable", "compute-sanitizer needs the GPU backend")
-        with self._on_gpu():
-            return sanitize_pair(base_ptx, cand_ptx, spec, tools=tuple(tools))
+        tools, skipped = sanitizer_tools(base_ptx, cand_ptx, spec, tuple(tools))
+        if not tools:
+            return SanitizerResult("clean", "no compute-sanitizer tool applies ("
+                                   + "; ".join(f"{t}: {why}" for t, why in skipped.items()) + ")", skipped=skipped)
+        with self._on_gpu(), phase("sanitize"):
+            res = sanitize_pair(base_ptx, cand_ptx, spec, tools=tools)
+        res.skipped = skipped
+        return res
 
     def time(self, base_ptx: str, cand_ptx: str, spec, *, fresh: bool = True):
         """Timing holds a GPU's lock (the search's lease, else one taken for this call):
         concurrent compilations (make -j) never use a GPU while another times on it.
         Every call is a new measurement (``fresh`` is for wrappers that cache)."""
         from superopt.judge.timing import time_pair
-        with self._on_gpu():
+        with self._on_gpu(), phase("timing"):
             return time_pair(base_ptx, cand_ptx, spec, backend=self.backend, reps=self.timing_reps)

@@ -12,6 +12,8 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 
+from superopt.judge.phases import measured
+
 
 @dataclass
 class Resources:
@@ -59,6 +61,7 @@ def ptxas_version() -> str:
     return lines[-1] if lines else "unknown"
 
 
+@measured("ptxas")
 def run_ptxas(ptx: str, arch: str, *, extra: list[str] | None = None, keep_cubin: bool = False,
               relocatable: bool = False, timeout: float = 120) -> PtxasResult:
     with tempfile.TemporaryDirectory(prefix="nvcc-plus-ptxas-") as tmp:
