@@ -25,6 +25,7 @@ class BackendJudge(Judge):
         self.timing_reps = timing_reps
         self.backend = self._resolve(backend)
         self._baseline_runs: dict = {}
+        self._timing_inputs: dict = {}          # (baseline, spec) -> the InputSet candidates are timed on
 
     @staticmethod
     def gpu_usable() -> tuple[bool, str]:
@@ -148,9 +149,26 @@ class BackendJudge(Judge):
         return res
 
     def time(self, base_ptx: str, cand_ptx: str, spec, *, fresh: bool = True):
-        """Timing holds a GPU's lock (the search's lease, else one taken for this call):
-        concurrent compilations (make -j) never use a GPU while another times on it.
-        Every call is a new measurement (``fresh`` is for wrappers that cache)."""
+        """Timing holds the GPU alone (superopt.judge.devices.gpu_step): concurrent compilations
+        (make -j) never use a GPU while another times on it. Every call is a new measurement;
+        the candidates of one baseline (``fresh=False``) are timed on one input set made once
+        (at captured sizes making it costs more than the timing), a confirmation
+        (``fresh=True``) on inputs of its own."""
+        from superopt.judge.inputs import fresh_seed, make_input_set
         from superopt.judge.timing import time_pair
         with self._on_gpu(), phase("timing"):
-            return time_pair(base_ptx, cand_ptx, spec, backend=self.backend, reps=self.timing_reps)
+            inputs = None
+            if not fresh and self.backend == "gpu":
+                key = (text_digest(base_ptx), spec_key(spec))
+                inputs = self._timing_inputs.get(key)
+                if inputs is None:
+                    try:
+                        inputs = make_input_set(spec, fresh_seed(), 0)
+                    except Exception:  # noqa: BLE001 - time_pair makes its own and reports why it cannot
+                        inputs = None
+                    else:
+                        if any(k[0] != key[0] for k in self._timing_inputs):
+                            self._timing_inputs = {}        # one kernel at a time: bounded memory
+                        self._timing_inputs[key] = inputs
+            return time_pair(base_ptx, cand_ptx, spec, backend=self.backend, reps=self.timing_reps,
+                             inputs=inputs)

@@ -5,11 +5,14 @@ that ptxas undoes (or that spills) shows up here before any GPU time is spent.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
 import subprocess
 import tempfile
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from superopt.judge.phases import measured
@@ -61,6 +64,38 @@ def ptxas_version() -> str:
     return lines[-1] if lines else "unknown"
 
 
+# The machine code ptxas made for recent modules, by (PTX text, SASS arch): the GPU backend
+# loads a candidate from it instead of having the driver compile the PTX again on every check
+# and timing (hundreds of milliseconds each, while the GPU is held). It is also the code the
+# build ships: nvcc's replay assembles the same PTX with the same ptxas.
+_CUBINS: "OrderedDict[tuple[str, str], bytes]" = OrderedDict()
+_CUBINS_LOCK = threading.Lock()
+CUBIN_CACHE = 64
+
+
+def _cubin_key(ptx: str, arch: str) -> tuple[str, str]:
+    return hashlib.sha256(ptx.encode()).hexdigest(), sass_arch(arch)
+
+
+def cached_cubin(ptx: str, archs) -> bytes | None:
+    """The cubin run_ptxas made of ``ptx`` for one of ``archs`` (``sm_90``, ``sm_90a``), if kept."""
+    digest = hashlib.sha256(ptx.encode()).hexdigest()
+    with _CUBINS_LOCK:
+        for arch in archs:
+            found = _CUBINS.get((digest, arch))
+            if found is not None:
+                _CUBINS.move_to_end((digest, arch))
+                return found
+    return None
+
+
+def _remember_cubin(ptx: str, arch: str, cubin: bytes) -> None:
+    with _CUBINS_LOCK:
+        _CUBINS[_cubin_key(ptx, arch)] = cubin
+        while len(_CUBINS) > CUBIN_CACHE:
+            _CUBINS.popitem(last=False)
+
+
 @measured("ptxas")
 def run_ptxas(ptx: str, arch: str, *, extra: list[str] | None = None, keep_cubin: bool = False,
               relocatable: bool = False, timeout: float = 120) -> PtxasResult:
@@ -83,6 +118,8 @@ def run_ptxas(ptx: str, arch: str, *, extra: list[str] | None = None, keep_cubin
             if keep_cubin:
                 with open(out, "rb") as fh:
                     result.cubin = fh.read()
+                if not extra and not relocatable:
+                    _remember_cubin(ptx, arch, result.cubin)
         return result
 
 

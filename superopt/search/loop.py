@@ -323,9 +323,24 @@ class _Search:
         self.by_id: dict[str, Candidate] = {}
         self.seen_code: dict[str, str] = {}
         self.at_roofline: str | None = None      # why the rest is not judged (see _note_roofline)
+        self.waited0 = self._waited()
 
     def elapsed(self) -> float:
-        return time.monotonic() - self.started
+        """The search's own time: wall time less what it spent waiting for the GPU while other
+        compilations used it (waiting is not searching; the wall limit below bounds it)."""
+        return time.monotonic() - self.started - (self._waited() - self.waited0)
+
+    def _waited(self) -> float:
+        from superopt.judge.phases import current
+        phases = current()
+        return phases.get("gpu_wait") if phases is not None else 0.0
+
+    def over_budget(self, share: float = 1.0) -> bool:
+        """Past ``share`` of the per-kernel budget, or past the wall-clock limit the compilation's
+        deadline leaves (``SearchOptions.wall_limit_s``)."""
+        limit = self.options.wall_limit_s
+        return self.elapsed() > self.options.budget_s * share or \
+            (limit is not None and time.monotonic() - self.started > limit)
 
     def run_one(self, cand: Candidate, static=None) -> dict:
         if self.at_roofline:
@@ -369,7 +384,7 @@ class _Search:
                     proposed = list(proposer.propose(self.module, self.kernel, context))
                 ahead = PtxasAhead(self.target, proposed)
             for i, cand in enumerate(_timed_proposals(proposed, proposer.own_budget)):
-                if not proposer.own_budget and self.elapsed() > budget * SINGLES_SHARE:
+                if not proposer.own_budget and self.over_budget(SINGLES_SHARE):
                     deferred.append(cand)
                 else:
                     context.remember(cand, self.run_one(cand, ahead.result(i) if ahead else None))
@@ -380,10 +395,10 @@ class _Search:
                 ahead.close()
         # 2. greedy combination of the passes whose single candidates won
         _combine(self.module, self.kernel, self.entries, self.by_id, self.judge, self.run_one,
-                 lambda: self.elapsed() <= budget and not self.at_roofline)
+                 lambda: not self.over_budget() and not self.at_roofline)
         # 3. what was deferred, while the budget lasts
         for cand in deferred:
-            if self.elapsed() > budget:
+            if self.over_budget():
                 e = rec.candidate_entry(cand)
                 e.update(fate=Fate.SKIPPED_BUDGET, reason=f"per-kernel budget of {budget:g} s used up")
                 self.entries.append(e)

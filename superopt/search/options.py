@@ -17,6 +17,7 @@ class SearchOptions:
     no_gpu: str = "locked"                  # locked | estimate
     passes: list[str] | None = None         # None: every registered pass
     extra_params: dict = field(default_factory=dict)   # pass -> params forced (e.g. block size)
+    wall_limit_s: float | None = None       # wall clock the compilation's deadline leaves the search
     check_sets: int = 4
     timing_reps: int = 60
     # compute-sanitizer tools run on the candidate to keep (GPU only; empty: none)

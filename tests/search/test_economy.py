@@ -412,3 +412,65 @@ def test_the_report_shows_where_the_time_went(fake_gpu, tmp_path, monkeypatch):
     assert "GPU busy" in line and "s held (" in line and "ptxas" in line and "propose" in line
     html = render.html_report([res.records])
     assert "where the search&#39;s time went" in html or "where the search's time went" in html
+
+
+def test_kept_cubins_are_what_the_gpu_loads_instead_of_the_jit():
+    from superopt.judge import ptxas
+    from superopt.judge.backends.gpu import GpuBackend
+    text = ptx_ir.emit(module())
+    res = ptxas.run_ptxas(text, "sm_90", keep_cubin=True)
+    assert res.ok and ptxas.cached_cubin(text, ("sm_90",)) == res.cubin
+    assert ptxas.cached_cubin(text, ("sm_80",)) is None and ptxas.cached_cubin(text + " ", ("sm_90",)) is None
+    ptxas.run_ptxas(text + "\n// other", "sm_90")               # not kept: not remembered
+    assert ptxas.cached_cubin(text + "\n// other", ("sm_90",)) is None
+    be = GpuBackend.__new__(GpuBackend)                         # a worker that reported a 9.0 GPU
+    import threading
+    be._lock, be._proc, be._info = threading.RLock(), None, {"cc": (9, 0)}
+    be._ensure = lambda: None
+    assert be._cubin(text) == res.cubin
+    be._info = {"cc": (8, 0)}
+    assert be._cubin(text) is None
+
+
+def test_candidates_are_timed_on_one_input_set_a_confirmation_on_its_own(monkeypatch):
+    from superopt.judge import timing
+    from superopt.judge.judge import BackendJudge
+    from superopt.specs.launch_spec import LaunchSpec
+    seen = []
+    monkeypatch.setattr(timing, "time_pair", lambda *a, inputs=None, **kw: seen.append(inputs) or "timed")
+    judge = BackendJudge.__new__(BackendJudge)
+    judge.backend, judge.timing_reps, judge._timing_inputs = "gpu", 5, {}
+    monkeypatch.setattr(BackendJudge, "_on_gpu", lambda self: __import__("contextlib").nullcontext())
+    spec = LaunchSpec.from_dict({"kernel": "k", "grid": [2, 1, 1], "block": [32, 1, 1], "params": [
+        {"name": "x", "kind": "buffer", "type": "f32", "length": 64, "direction": "in"},
+        {"name": "y", "kind": "buffer", "type": "f32", "length": 64, "direction": "out"}]})
+    judge.time("base", "cand1", spec, fresh=False)
+    judge.time("base", "cand2", spec, fresh=False)
+    judge.time("base", "cand2", spec, fresh=True)
+    judge.time("other base", "cand", spec, fresh=False)
+    assert seen[0] is not None and seen[1] is seen[0]
+    assert seen[2] is None                           # the confirmation makes inputs of its own
+    assert seen[3] is not None and seen[3] is not seen[0]
+    assert len(judge._timing_inputs) == 1            # one kernel's inputs kept at a time
+
+
+def test_waiting_for_the_gpu_is_not_counted_against_the_kernels_budget(fake_gpu):
+    """A search whose GPU steps wait for another compilation judges as many candidates as one
+    that never waits: the per-kernel budget counts the search's own time. The wall-clock limit
+    the compilation's deadline leaves still stops it."""
+    from superopt.search.loop import search_kernel
+
+    class WaitingJudge(FakeGpuJudge):
+        def verify(self, base, cand, spec, **kw):
+            with phase("gpu_wait"):
+                time.sleep(2.0)                  # another compilation holds the GPU
+            return super().verify(base, cand, spec, **kw)
+
+    opts = SearchOptions(passes=OPTS.passes, budget_s=4.0, sanitize=())
+    with recording(), WaitingJudge().hold():
+        patient = search_kernel(module(), KERNEL, [{"x": 1}], target="sm_90", options=opts, judge=WaitingJudge())
+    assert "skipped-budget" not in [c["fate"] for c in patient.record["candidates"]]
+    limited = SearchOptions(passes=OPTS.passes, budget_s=4.0, sanitize=(), wall_limit_s=2.5)
+    with recording(), WaitingJudge().hold():
+        cut = search_kernel(module(), KERNEL, [{"x": 1}], target="sm_90", options=limited, judge=WaitingJudge())
+    assert "skipped-budget" in [c["fate"] for c in cut.record["candidates"]]

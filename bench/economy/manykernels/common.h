@@ -23,5 +23,5 @@ void run_maps(int n, const float *x, const float *y, float *out, const double *d
 void run_rows(int rows, int cols, const float *m, float *row_sum, float *row_max, float *normalized,
               const float *img, float *blurred);
 // mixed.cu
-void run_mixed(int n, int w, int h, const float *in, float *transposed, const unsigned char *bytes,
+void run_mixed(int nbytes, int n, int w, int h, const float *in, float *transposed, const unsigned char *bytes,
                unsigned *hist, const float *x, float *block_sums, float *clamped);

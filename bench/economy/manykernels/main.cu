@@ -51,7 +51,7 @@ int main() {
     CUDA_CHECK(cudaMemsetAsync(d_hist, 0, 256 * sizeof(unsigned)));
     run_maps(n, d_x, d_y, d_out, d_dx, d_dout, d_idx, d_gathered);
     run_rows(rows, cols, d_m, d_rsum, d_rmax, d_norm, d_m, d_blur);
-    run_mixed(hn, w, h, d_tin, d_tr, d_bytes, d_hist, d_x, d_bsum, d_clamp);
+    run_mixed(hn, n, w, h, d_tin, d_tr, d_bytes, d_hist, d_x, d_bsum, d_clamp);
   };
   round();
   CUDA_CHECK(cudaGetLastError());

@@ -27,11 +27,11 @@ __global__ void clamp01(int n, const float *x, float *out) {
   if (i < n) out[i] = fminf(fmaxf(x[i], 0.0f), 1.0f);
 }
 
-void run_mixed(int n, int w, int h, const float *in, float *transposed, const unsigned char *bytes,
+void run_mixed(int nbytes, int n, int w, int h, const float *in, float *transposed, const unsigned char *bytes,
                unsigned *hist, const float *x, float *block_sums, float *clamped) {
   dim3 b(32, 8), g((w + 31) / 32, (h + 7) / 8);
   transpose_naive<<<g, b>>>(w, h, in, transposed);
-  histogram<<<512, 256>>>(n, bytes, hist);
+  histogram<<<512, 256>>>(nbytes, bytes, hist);
   block_sum<<<(n + 255) / 256, 256>>>(n, x, block_sums);
   clamp01<<<(n + 255) / 256, 256>>>(n, x, clamped);
 }

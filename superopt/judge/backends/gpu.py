@@ -281,6 +281,19 @@ class GpuBackend(Backend):
                                                       "driver_version", "cuda_bindings")})
         return d
 
+    def _cubin(self, ptx: str) -> bytes | None:
+        """ptxas's machine code of ``ptx`` for this GPU, when the search kept it
+        (superopt.judge.ptxas.cached_cubin): loading it costs milliseconds, the driver's JIT of
+        the PTX hundreds, and the GPU is held meanwhile."""
+        from superopt.judge.ptxas import cached_cubin
+        with self._lock:
+            self._ensure()
+            cc = (self._info or {}).get("cc")
+        if not cc:
+            return None
+        sm = f"sm_{cc[0]}{cc[1]}"
+        return cached_cubin(ptx, (sm, sm + "a"))
+
     def run_many(self, ptx: str, spec: LaunchSpec, input_sets: list[InputSet], *,
                  timeout: float | None = None, guards: bool = True) -> list[RunResult]:
         launch_timeout = float(timeout or DEFAULT_LAUNCH_TIMEOUT)
@@ -292,7 +305,7 @@ class GpuBackend(Backend):
             return [RunResult(status="launch_error", error=f"cannot pack inputs: {e}") for _ in input_sets]
         packed = wire["sets"]
         max_shared = max((p["shared"] for p in packed), default=0)
-        msg = {"op": "run", "ptx": ptx, "kernel": spec.kernel, "timeout": launch_timeout,
+        msg = {"op": "run", "ptx": ptx, "cubin": self._cubin(ptx), "kernel": spec.kernel, "timeout": launch_timeout,
                "scrub_shared": self.scrub_shared, "sets": packed, "blobs": wire["blobs"],
                "max_shared": max_shared if max_shared > 48 * 1024 else 0}
         desc = None
@@ -327,7 +340,8 @@ class GpuBackend(Backend):
         wire = pack_sets(spec, [inputs])
         packed = wire["sets"][0]
         desc = _proto.write_blobs(wire["blobs"])
-        msg = {"op": "time", "ptx_a": ptx_a, "ptx_b": ptx_b, "kernel": spec.kernel, "set": packed,
+        msg = {"op": "time", "ptx_a": ptx_a, "ptx_b": ptx_b, "cubin_a": self._cubin(ptx_a),
+               "cubin_b": self._cubin(ptx_b), "kernel": spec.kernel, "set": packed,
                "blobs": desc, "reps": reps, "warmup": warmup, "flush_l2": flush_l2, "max_seconds": max_seconds,
                "max_shared": packed["shared"] if packed["shared"] > 48 * 1024 else 0}
         try:
