@@ -73,18 +73,24 @@ class LocalSearch:
     def can_time(self) -> bool:
         if self._judge is not None:
             return self._judge.can_time
-        from superopt.judge import BackendJudge
         o = self.run.options
-        return o.backend == "gpu" or (o.backend == "auto" and BackendJudge.gpu_usable()[0])
+        if o.backend == "gpu":
+            return True
+        from superopt.judge.devices import driver_present
+        if o.backend != "auto" or not driver_present():
+            return False                        # decided without loading the judge
+        from superopt.judge import BackendJudge
+        return BackendJudge.gpu_usable()[0]
 
     def decide(self, job: KernelJob) -> bool:
         from superopt.judge.devices import GpuBusy, NoDevice
         from superopt.judge.phases import recording
-        run, judge = self.run, self.judge
-        if not judge.can_time and run.options.no_gpu == "locked":
+        run = self.run
+        if not self.searches():
             # Nothing stored could be applied: do not spend a build's time searching.
             run.skip(job, NO_GPU_LOCKED)
             return True
+        judge = self.judge
         with recording() as phases:
             self._prewarm()
             if not prepare(run, job, self.spec_for):

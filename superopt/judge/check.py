@@ -71,6 +71,7 @@ from superopt.judge.backends.base import Backend, BackendUnavailable, get_backen
 from superopt.judge.inputs import (InputSet, complement_poison, fresh_seed, is_nan_bits, make_input_set,
                              make_rng, poison_unlike, input_plan, snapshot_array)
 from superopt.judge.phases import measured
+from superopt.judge.policy import EXACT, Policy  # noqa: F401 - the check's policies, re-exported
 from superopt.specs.launch_spec import Buffer, Bytes, ElemType, LaunchSpec, SpecError
 
 __all__ = [
@@ -80,55 +81,6 @@ __all__ = [
 
 ACCEPTED, REJECTED, COULD_NOT_JUDGE = "accepted", "rejected", "could_not_judge"
 EXIT_CODES = {ACCEPTED: 0, REJECTED: 1, COULD_NOT_JUDGE: 2}
-
-
-# --------------------------------------------------------------------------- policy
-
-@dataclass(frozen=True)
-class Policy:
-    """How outputs are compared. ``exact``: bit-identical, any NaN equals any NaN.
-    ``ulp``: float elements within ``bound`` units in the last place. ``rel``: float
-    elements with |c - b| <= bound * max(|b|, |c|). Integers are always exact; NaN never
-    equals a number; infinities must match exactly."""
-    kind: str = "exact"
-    bound: float = 0.0
-
-    def __post_init__(self):
-        if self.kind not in ("exact", "ulp", "rel"):
-            raise ValueError(f"unknown policy {self.kind!r} (exact | ulp:N | rel:X)")
-        if self.kind != "exact" and not (self.bound >= 0 and math.isfinite(self.bound)):
-            raise ValueError(f"policy bound must be a finite number >= 0, not {self.bound}")
-
-    @classmethod
-    def parse(cls, text: Union[str, "Policy", None]) -> "Policy":
-        if text is None:
-            return EXACT
-        if isinstance(text, Policy):
-            return text
-        t = str(text).strip().lower()
-        if t in ("", "exact"):
-            return EXACT
-        kind, sep, arg = t.partition(":")
-        if not sep:
-            raise ValueError(f"policy {text!r}: write exact, ulp:N or rel:X")
-        return cls(kind, float(arg))
-
-    @property
-    def exact(self) -> bool:
-        return self.kind == "exact"
-
-    def describe(self) -> str:
-        if self.exact:
-            return "exact (bit-identical; any NaN equals any NaN)"
-        if self.kind == "ulp":
-            return f"ulp:{self.bound:g} (float elements within {self.bound:g} ULP; ints exact; opt-in)"
-        return f"rel:{self.bound:g} (float elements |c-b| <= {self.bound:g}*max(|b|,|c|); ints exact; opt-in)"
-
-    def __str__(self) -> str:
-        return "exact" if self.exact else f"{self.kind}:{self.bound:g}"
-
-
-EXACT = Policy()
 
 
 # --------------------------------------------------------------------------- comparison

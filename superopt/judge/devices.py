@@ -161,6 +161,13 @@ def select(devices: list[Device], setting: str | None) -> list[Device]:
     return out
 
 
+def driver_present() -> bool:
+    """Whether this machine can have a GPU at all (the NVIDIA driver's device node, or the
+    test hook): the first, free question a build without a GPU asks (no CUDA process started)."""
+    from superopt.config.settings import env_value
+    return bool(env_value("SUPEROPT_FAKE_GPUS")) or os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/dxg")
+
+
 def allowed_devices() -> list[Device]:
     """The GPUs searches may use here: the visible ones, restricted by NVCC_PLUS_GPUS."""
     devs = select(visible_devices(), os.environ.get("NVCC_PLUS_GPUS"))

@@ -2,10 +2,8 @@
 the timer and compute-sanitizer, as :class:`superopt.judge.protocol.Judge` describes them."""
 from __future__ import annotations
 
-import os
 from contextlib import ExitStack, contextmanager
 
-from superopt.config.settings import env_value
 from superopt.judge.cache import spec_key, text_digest
 from superopt.judge.phases import phase
 from superopt.judge.protocol import Judge
@@ -32,8 +30,7 @@ class BackendJudge(Judge):
         # Cheap test first: a machine without the NVIDIA driver needs no CUDA process started
         # (this runs once per compiled PTX in a build).
         from superopt.judge import devices
-        if not env_value("SUPEROPT_FAKE_GPUS") and \
-                not (os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/dxg")):
+        if not devices.driver_present():
             return False, "no NVIDIA GPU device node on this machine (/dev/nvidiactl)"
         try:
             # Enumerated in this process (no context, no worker started): the worker is started

@@ -58,10 +58,50 @@ def sass_arch(target: str) -> str:
     return "sm_" + t.split("_", 1)[1] if t.startswith("compute_") else t
 
 
+_VERSIONS: dict = {}
+
+
 def ptxas_version() -> str:
-    out = subprocess.run([find_ptxas(), "--version"], capture_output=True, text=True)
+    """ptxas's version line (part of every cache key). Asked once per ptxas binary and
+    remembered in the cache folder by the binary's path, size and time: a build of many files
+    starts no ptxas process per file to learn it."""
+    import json
+    path = os.path.realpath(find_ptxas())
+    try:
+        st = os.stat(path)
+        stamp = f"{path}|{st.st_size}|{st.st_mtime_ns}"
+        # a wrapper script's stamp says nothing of the ptxas it runs: asked every time
+        remember = st.st_size >= 1 << 16
+    except OSError:
+        stamp, remember = path, False
+    if stamp in _VERSIONS:
+        return _VERSIONS[stamp]
+    if not remember:
+        _VERSIONS[stamp] = _ask_version(path)
+        return _VERSIONS[stamp]
+    from superopt.store.cache import atomic_write_text, default_cache_dir
+    memo = default_cache_dir() / "tool-versions.json"
+    try:
+        known = json.loads(memo.read_text()) if memo.is_file() and memo.stat().st_size < 1 << 16 else {}
+        known = known if isinstance(known, dict) else {}
+    except (OSError, ValueError):
+        known = {}
+    version = known.get(stamp)
+    if not isinstance(version, str):
+        version = _ask_version(path)
+        if version != "unknown":
+            try:
+                atomic_write_text(memo, json.dumps({**known, stamp: version}, indent=1))
+            except OSError:
+                pass                      # remembered for this process only
+    _VERSIONS[stamp] = version
+    return version
+
+
+def _ask_version(path: str) -> str:
+    out = subprocess.run([path, "--version"], capture_output=True, text=True)
     lines = [line for line in out.stdout.splitlines() if line.strip()]
-    return lines[-1] if lines else "unknown"
+    return lines[-1] if out.returncode == 0 and lines else "unknown"
 
 
 # The machine code ptxas made for recent modules, by (PTX text, SASS arch): the GPU backend

@@ -27,7 +27,7 @@ class SearchOptions:
 def search_options(settings: Settings) -> SearchOptions:
     """The search options of a run (flag > environment > nvcc-plus.toml > default, as the
     settings resolved them); a value nvcc-plus does not accept is a :class:`SettingError`."""
-    from superopt.judge.check import Policy
+    from superopt.judge.policy import Policy
     opts = SearchOptions()
     budget = settings.raw("NVCC_PLUS_BUDGET")
     if budget is not None:
