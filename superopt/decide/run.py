@@ -203,8 +203,15 @@ class ModuleRun:
 
 
 def _all_passes() -> list[str]:
+    """The passes of the decision key when NVCC_PLUS_PASSES names none: the registered ones,
+    without the model's pseudo-pass. ``model-rewrite`` registers itself when
+    superopt.decide.stored is first imported, i.e. after the first module's key was made: with it
+    the key of a module depended on what the process had done before (the second -gencode of a
+    compilation, every module after the first in a queue runner, got keys no fresh build computes).
+    Whether a model proposes is in the key's toolchain part already."""
+    from superopt.model.schema import HIDDEN_PASSES
     from superopt.passes import registry
-    return list(registry())
+    return [n for n in registry() if n not in HIDDEN_PASSES]
 
 
 def _names(kernels: list[str]) -> str:
