@@ -96,7 +96,7 @@ SETTINGS: tuple[Setting, ...] = (
             "(0 = no limit); what is left waits for the next runner", "search", toml="queue_budget"),
     Setting("NVCC_PLUS_QUEUE_MAX_SIZE", "256M", "most bytes of queued searches (K, M, G suffixes; 0 = no "
             "limit); beyond it a compilation queues nothing and says so", "search", toml="queue_max_size"),
-    Setting("NVCC_PLUS_QUEUE_MAX_AGE", "7", "days a queued search may wait; older ones are dropped",
+    Setting("NVCC_PLUS_QUEUE_MAX_AGE", "7", "days a queued search may wait (0 = no limit); older ones are dropped",
             "search", toml="queue_max_age"),
     Setting("NVCC_PLUS_QUEUE_IDLE_EXIT", "60", "seconds a queue runner waits with nothing to do before it "
             "exits", "search", toml="queue_idle_exit"),

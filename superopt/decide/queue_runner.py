@@ -151,6 +151,8 @@ class Runner:
             left = None if self.limits.budget_s is None else self.limits.budget_s - self.spent
             claim = self.queue.claim_next()
             if claim is None:
+                if not self.limits.idle_exit_s:
+                    return "the queue is empty"
                 if time.monotonic() - idle_since >= self.limits.idle_exit_s:
                     return f"idle for {self.limits.idle_exit_s:g} s (NVCC_PLUS_QUEUE_IDLE_EXIT)"
                 time.sleep(self.poll)

@@ -137,7 +137,8 @@ def settings_snapshot(settings) -> dict:
 
 def entry_name(ptx: str, target: str, source: str | None, snapshot: dict) -> str:
     """The entry's name: a hash of what decides its kernels' searches."""
-    ident = {"document": snapshot["document"], "flags": snapshot["flags"],
+    ident = {"document": {k: v for k, v in snapshot["document"].items() if k != "verbose"},
+             "flags": {k: v for k, v in snapshot["flags"].items() if k != "verbose"},
              "env": {k: v for k, v in snapshot["env"].items() if k not in NOT_IDENTITY},
              "extra_env": snapshot["extra_env"]}
     h = hashlib.sha256()
@@ -245,7 +246,7 @@ class Queue:
         name = entry["name"]
         path = self.path(name)
         done = self.done_at(name)
-        if done is not None and time.time() - done < limits.max_age_days * 86400:
+        if done is not None and (limits.max_age_days <= 0 or time.time() - done < limits.max_age_days * 86400):
             return Added("run before", name, path, done_at=done)
         text = json.dumps(entry, sort_keys=True)
         fd = open_private(str(self.root / ".write.lck"), os.O_RDWR | os.O_CREAT)

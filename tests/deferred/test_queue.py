@@ -181,3 +181,13 @@ def test_summary_line_says_what_was_queued():
     assert module_summary([{"kernels": [queued, dict(queued, kernel="j")]}], 0.4) == (
         "queued 2 kernels for a search after the build (superopt cache wait waits for it)")
     assert module_summary([{"kernels": [{"kernel": "k", "status": "cached"}]}], 0.4) is None
+
+
+def test_the_report_shows_a_queued_kernel(dry_run, no_runner):
+    from rich.console import Console
+    from reports.render import markdown, terminal
+    res = optimize_module(PTX, source=SRC, target="sm_90", settings=deferred())
+    console = Console(record=True, width=250)
+    terminal([res.records], console=console)
+    assert console.export_text().count("queued (nvcc's code kept)") == 2
+    assert markdown([res.records]).count("queued for a search after the build") == 2
