@@ -4,6 +4,10 @@
 
 Read from the module's records (reports/schema.json): a kernel was searched when its record
 carries the search's ``seconds``; locked and cached decisions cost no search and say nothing.
+With ``NVCC_PLUS_SEARCH=deferred`` a kernel whose record carries ``queued`` was queued for a
+search after the build::
+
+    nvcc-plus: k.cu: compute_90: queued 2 kernels for a search after the build (superopt cache wait waits for it)
 """
 from __future__ import annotations
 
@@ -24,8 +28,9 @@ def module_summary(records: list[dict], seconds: float) -> str | None:
     """The summary of one optimizer call, or None when nothing was searched."""
     kernels = [k for rec in records for k in rec.get("kernels", [])]
     searched = [k for k in kernels if "seconds" in k]
+    queued = [k for k in kernels if k.get("queued")]
     if not searched:
-        return None
+        return _queued(queued)
     kept = [k for k in searched if k.get("status") == "optimized"]
     unverifiable = [k for k in searched if k.get("status") == "not-verifiable"
                     or str(k.get("reason") or "").startswith("not verifiable")]
@@ -47,4 +52,13 @@ def module_summary(records: list[dict], seconds: float) -> str | None:
         parts.append(f"{len(unverifiable)} not verifiable (superopt optimize FILE shows the spec to add)")
     if failed:
         parts.append(f"{len(failed)} failed (nvcc's code kept)")
-    return f"searched {len(searched)} kernel{plural} in {seconds:.1f} s: " + ", ".join(parts)
+    line = f"searched {len(searched)} kernel{plural} in {seconds:.1f} s: " + ", ".join(parts)
+    return line + (f"; {_queued(queued)}" if queued else "")
+
+
+def _queued(queued: list[dict]) -> str | None:
+    if not queued:
+        return None
+    n = len(queued)
+    return (f"queued {n} kernel{'s' if n != 1 else ''} for a search after the build "
+            f"(superopt cache wait waits for it)")

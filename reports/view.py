@@ -293,7 +293,9 @@ def kernel_view(entry: KernelEntry, index: int, sass: tuple[Sass | None, Sass | 
     candidates = sorted(k.get("candidates", []), key=lambda c: -(c.get("speedup") or 0))
     return KernelView(
         entry=entry, anchor=f"k{index}", name=k.get("signature") or k["kernel"], status=status,
-        status_label=STATUS_LABEL.get(status, status), speedup=kept_speedup(k), winner=win,
+        # NVCC_PLUS_SEARCH=deferred: nvcc's code in this build, a search queued for after it
+        status_label="queued (nvcc's code kept)" if k.get("queued") else STATUS_LABEL.get(status, status),
+        speedup=kept_speedup(k), winner=win,
         evidence=_evidence(k, win), timings=_timings(win), resources=resources, occupancy_note=occ_note,
         code=_code(k, win, sass),
         lines=source_lines((k.get("baseline") or {}).get("ptx"), (win or {}).get("ptx")),

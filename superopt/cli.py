@@ -80,7 +80,8 @@ def optimize_command(file: Path, nvcc_args, kernels, budget, arch, backend, no_g
     config, _, _, problems = project_config(file)
     for p in problems:
         console.print(f"[yellow]warning:[/yellow] {p}")
-    overrides = {"backend": backend, "budget": budget, "no_gpu": no_gpu}
+    # "search": an explicit optimize searches now, whatever NVCC_PLUS_SEARCH says for builds
+    overrides = {"backend": backend, "budget": budget, "no_gpu": no_gpu, "search": "now"}
     settings = Settings(config, flags={k: v for k, v in overrides.items() if v is not None})
     import ptx_ir
     module = ptx_ir.parse(ptx)

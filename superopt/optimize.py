@@ -3,7 +3,9 @@
 1. ``nvcc-plus.lock`` (:class:`~superopt.decide.stored.LockedDecisions`),
 2. the decision cache (:class:`~superopt.decide.stored.CachedDecisions`),
 3. a search: on the cluster (:class:`~superopt.decide.searches.ClusterSearches`) when one is
-   configured, else here (:class:`~superopt.decide.searches.LocalSearch`).
+   configured, else here (:class:`~superopt.decide.searches.LocalSearch`); with
+   ``NVCC_PLUS_SEARCH=deferred`` instead a queue entry for a search after the build
+   (:class:`~superopt.decide.deferred.DeferredSearches`), and nvcc's code in this one.
 
 The first source that settles a kernel decides it. This is what :func:`superopt.api.optimize_ptx`
 runs in ``optimize`` mode and what ``superopt optimize`` runs on a file.
@@ -59,6 +61,13 @@ def _decision_sources(run: ModuleRun, judge: "Judge | None", spec_for) -> list:
     from superopt.decide.searches import ClusterSearches, LocalSearch
     from superopt.decide.stored import CachedDecisions, LockedDecisions
     from superopt.search.cluster import address_from, shared, worker_judge
+    from superopt.store.queue import search_mode
+    if search_mode(run.settings) == "deferred" and judge is None and spec_for is None:
+        # The build never waits: what no stored decision settles is queued for a search after it.
+        from superopt.decide.deferred import DeferredSearches
+        deferred = DeferredSearches(run)
+        return [LockedDecisions(run, None, can_time=deferred.can_time),
+                CachedDecisions(run, None, cluster=_remembered_cluster(run.settings)), deferred]
     address = address_from(run.settings) if judge is None else None
     if address:
         # Searches go to the cluster's GPU workers; decisions come back, are cached and locked here.
@@ -69,3 +78,11 @@ def _decision_sources(run: ModuleRun, judge: "Judge | None", spec_for) -> list:
         judge = worker_judge(run.options)          # developer hook (the CPU tests, bench/scale --dry-run)
     local = LocalSearch(run, judge, spec_for)
     return [LockedDecisions(run, judge, can_time=local.can_time), CachedDecisions(run, judge), local]
+
+
+def _remembered_cluster(settings):
+    """With a cluster configured, the GPU models its workers had (remembered on disk), so a deferred
+    build finds the decisions a runner stored under them without contacting the cluster."""
+    from superopt.search.cluster import RememberedModels, address_from
+    address = address_from(settings)
+    return RememberedModels(address) if address else None

@@ -89,6 +89,19 @@ SETTINGS: tuple[Setting, ...] = (
             "their real launches", "search", toml="capture"),
     Setting("NVCC_PLUS_SEARCH_MINOR", "false", "also search kernels under 1% of the captured GPU "
             "time", "search", toml="search_minor"),
+    Setting("NVCC_PLUS_SEARCH", "now", "now (search in the compilation) or deferred (apply locked and "
+            "cached decisions, emit nvcc's code for the rest at once and queue their searches to run after "
+            "it; the next build applies them: docs/deferred.md)", "search", toml="search"),
+    Setting("NVCC_PLUS_QUEUE_BUDGET", "3600", "seconds of search a queue runner may spend in its lifetime "
+            "(0 = no limit); what is left waits for the next runner", "search", toml="queue_budget"),
+    Setting("NVCC_PLUS_QUEUE_MAX_SIZE", "256M", "most bytes of queued searches (K, M, G suffixes; 0 = no "
+            "limit); beyond it a compilation queues nothing and says so", "search", toml="queue_max_size"),
+    Setting("NVCC_PLUS_QUEUE_MAX_AGE", "7", "days a queued search may wait (0 = no limit); older ones are dropped",
+            "search", toml="queue_max_age"),
+    Setting("NVCC_PLUS_QUEUE_IDLE_EXIT", "60", "seconds a queue runner waits with nothing to do before it "
+            "exits", "search", toml="queue_idle_exit"),
+    Setting("NVCC_PLUS_QUEUE_RUNNERS", "gpus", "queue runners working at once: a number, or gpus (one per "
+            "GPU searches may use)", "search", toml="queue_runners"),
     Setting("NVCC_PLUS_GPUS", "all visible", "the GPUs searches may use: ordinals, UUIDs or UUID prefixes "
             "(each kernel's search leases a free one)", "search"),
     Setting("NVCC_PLUS_GPU_LEASE", "step", "step: a search holds its GPU only for each GPU step (checks "

@@ -227,7 +227,8 @@ class ModuleRun:
 def _all_passes() -> list[str]:
     """Every pass a search may run, for the decision key: the built-in ones as their files
     declare them (read, not imported: a build that only applies stored decisions loads no
-    pass) and the model's rewrite (which registers itself)."""
+    pass) and the model's rewrite, registered here first so that every module's key holds it
+    whatever the process did before (as keys always have: caches and lockfiles stay valid)."""
     import superopt.model.rewrite  # noqa: F401 - registers model-rewrite
     from superopt.passes import _REGISTRY, declared_names
     return sorted(set(declared_names()) | set(_REGISTRY))

@@ -180,6 +180,23 @@ def _nothing():
 
 # --------------------------------------------------------------------------- the builder side
 
+class RememberedModels:
+    """The GPU models a cluster's workers had, as :meth:`ClusterSearch.models` remembered them on
+    disk, without contacting the cluster: what a deferred build (superopt.decide.deferred) looks
+    cached decisions up under; it must not wait for the network."""
+
+    def __init__(self, address: str, *, cache_root=None):
+        self.address = address
+        self._search = ClusterSearch(address, cache_root=cache_root)
+
+    def models(self) -> list[str]:
+        try:
+            data = json.loads(self._search._models_path().read_text())
+        except (OSError, ValueError):
+            return []
+        return sorted(str(m) for m in data.get("models", [])) if isinstance(data, dict) else []
+
+
 @dataclass
 class Outcome:
     """What came back for one kernel: the worker's answer, or why there is none."""

@@ -1,5 +1,7 @@
 """``superopt cache``: the decision cache as ccache users know it: ``stats`` (hits, misses,
-searches, time spent and saved, size and limit), ``--zero-stats``, ``clear``, ``info``."""
+searches, time spent and saved, size and limit, the queue of searches after the build),
+``--zero-stats``, ``clear``, ``info``; and the queue's ``wait`` and ``drain``
+(``NVCC_PLUS_SEARCH=deferred``: docs/deferred.md)."""
 from __future__ import annotations
 
 import json
@@ -7,16 +9,39 @@ import json
 import click
 
 
-def _cache():
+def _settings():
     from superopt.config.cli import project_config
-    from superopt.store.cache import DecisionCache, configured_max_size
+    from superopt.config.resolved import Settings
     data, _, _, _ = project_config()
+    return Settings(data)
+
+
+def _cache():
+    from superopt.store.cache import DecisionCache, configured_max_size
     try:
-        from superopt.config.resolved import Settings
-        limit = configured_max_size(Settings(data))
+        limit = configured_max_size(_settings())
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     return DecisionCache(max_bytes=limit)
+
+
+def _queue():
+    """The queue of searches after the build, and its limits (as a compilation here resolves them)."""
+    from superopt.store.queue import Queue, limits_from
+    try:
+        limits = limits_from(_settings())
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    return Queue(_cache().root), limits
+
+
+def _runner_line(r: dict) -> str:
+    spent = f", {r['spent_s']:.0f} of {r['budget_s']:g} s budget spent" if r.get("budget_s") and \
+        isinstance(r.get("spent_s"), (int, float)) else ""
+    if r["running"]:
+        what = f"busy with {r['entry']}" if r["state"] == "busy" else "idle"
+        return f"runner {r['slot']}: running (pid {r['pid']}), {what}, {r['done']} done{spent}"
+    return f"runner {r['slot']}: stopped ({r.get('reason') or 'reason not recorded'})"
 
 
 def _size(n: float) -> str:
@@ -58,8 +83,11 @@ def cache_stats(zero_stats, as_json):
     data = stats.read()
     entries, size = cache.size()
     lookups = data["hits"] + data["misses"]
+    from superopt.store.queue import Queue
+    queue = Queue(cache.root).status()
     out = {**data, "entries": entries, "size_bytes": size, "max_size_bytes": cache.max_bytes or 0,
-           "hit_rate": (data["hits"] / lookups) if lookups else None, "cache_dir": str(cache.root)}
+           "hit_rate": (data["hits"] / lookups) if lookups else None, "cache_dir": str(cache.root),
+           "queue": queue}
     if as_json:
         click.echo(json.dumps(out, indent=1))
         return
@@ -78,7 +106,12 @@ def cache_stats(zero_stats, as_json):
         ("decisions", f"{entries}"),
         ("size", f"{_size(size)} of {limit}"),
         ("evicted", f"{data['evicted']}"),
+        ("queued searches", f"{queue['entries']} ({_size(queue['bytes'])})"
+         + (f", oldest {_duration(queue['oldest_s'])} old" if queue["oldest_s"] is not None else "")),
     ]
+    lines += [("queue runner", _runner_line(r)) for r in queue["runners"]] or [("queue runner", "none started")]
+    if queue["runners"]:
+        lines.append(("queue runner log", queue["log"]))
     width = max(len(k) for k, _ in lines)
     for k, v in lines:
         click.echo(f"{k:<{width}}  {v}")
@@ -94,6 +127,52 @@ def cache_info():
 
 @cache_group.command("clear")
 def cache_clear():
-    """Remove every cached decision (the statistics stay; --zero-stats resets them)."""
+    """Remove every cached decision (the statistics stay; --zero-stats resets them), and forget
+    which modules the queue ran (they are queued again by the next deferred build)."""
+    from superopt.store.queue import Queue
     cache = _cache()
-    click.echo(f"removed {cache.clear()} decisions from {cache.root}")
+    forgot = Queue(cache.root).forget_done()
+    click.echo(f"removed {cache.clear()} decisions from {cache.root}"
+               + (f"; forgot {forgot} modules the queue ran" if forgot else ""))
+
+
+WAIT_HELP = """Wait until the queue of searches after the build is empty and no runner is busy.
+
+\b
+Starts a runner when searches wait and none runs (--no-start: only wait).
+Exit codes: 0 the queue is empty and no runner busy; 1 --timeout passed first;
+2 searches wait but no runner works on them (it stopped: its budget
+(NVCC_PLUS_QUEUE_BUDGET) was spent, it failed: see its log; or --no-start).
+"""
+
+
+@cache_group.command("wait", help=WAIT_HELP)
+@click.option("--timeout", type=click.FloatRange(min=0), default=None,
+              help="Give up after this many seconds (exit 1). Default: wait as long as it takes.")
+@click.option("--start/--no-start", default=True, show_default=True,
+              help="Start a runner when searches wait and none runs.")
+@click.option("--quiet", "-q", is_flag=True, help="Print only the outcome.")
+def cache_wait(timeout, start, quiet):
+    from superopt.store.queue import wait_for_queue
+    queue, limits = _queue()
+    echo = None if quiet else (lambda m: click.echo(f"superopt cache wait: {m}", err=True))
+    code, message = wait_for_queue(queue, limits, timeout=timeout, start=start, echo=echo)
+    click.echo(f"superopt cache wait: {message}", err=code != 0)
+    raise SystemExit(code)
+
+
+@cache_group.command("drain")
+@click.option("--budget", type=click.FloatRange(min=0), default=None,
+              help="Seconds to spend (0: no limit). Default: NVCC_PLUS_QUEUE_BUDGET.")
+def cache_drain(budget):
+    """Run the queued searches here, in the foreground, until the queue is empty (its log on
+    stderr). Exit 0 when it ran or a live runner already works the queue."""
+    import dataclasses
+
+    from superopt.decide.queue_runner import drain
+    queue, limits = _queue()
+    limits = dataclasses.replace(limits, idle_exit_s=0.0, runners=1,
+                                 budget_s=limits.budget_s if budget is None else (budget or None))
+    code, why = drain(queue, limits, siblings=False)
+    click.echo(f"superopt cache drain: {why}", err=True)
+    raise SystemExit(code)

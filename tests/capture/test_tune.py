@@ -32,6 +32,8 @@ def setup(tmp_path, monkeypatch):
     script.chmod(0o755)
     log = tmp_path / "log"
     monkeypatch.setenv("LOG", str(log))
+    monkeypatch.setenv("NVCC_PLUS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("NVCC_PLUS_SEARCH", raising=False)
     monkeypatch.chdir(tmp_path)
     runs = []
     exits = {"first": 0, "tuned": 0}
@@ -79,3 +81,35 @@ def test_a_program_failing_under_capture_tunes_nothing(setup):
     r = CliRunner().invoke(tune_command, ["--build", setup["build"], "--", "./app"])
     assert r.exit_code == 2 and "exited 4 under the capture" in r.output
     assert len(setup["log"].read_text().splitlines()) == 1      # no rebuild
+
+
+@pytest.mark.parametrize("search, builds_at_waits", [("now", [1]), ("deferred", [1, 2])])
+def test_tune_waits_for_the_queue_before_it_rebuilds(setup, monkeypatch, search, builds_at_waits):
+    """Searches queued by earlier deferred builds are waited for before the rebuild; in deferred
+    mode the rebuild only queues its own, so tune waits for them and builds once more."""
+    from superopt.specs.capture import tune as tune_mod
+    monkeypatch.setenv("NVCC_PLUS_SEARCH", search)
+    waits = []
+    monkeypatch.setattr(tune_mod, "_wait_for_queue",
+                        lambda echo: waits.append(len(setup["log"].read_text().splitlines())))
+    r = CliRunner().invoke(tune_command, ["--build", setup["build"], "--", "./app"])
+    assert r.exit_code == 0, r.output
+    builds = setup["log"].read_text().splitlines()
+    assert waits == builds_at_waits
+    assert len(builds) == 1 + len(builds_at_waits) and len(set(builds[1:])) == 1      # the rebuilds' settings
+    if search == "deferred":
+        assert "applying the searches queued by the rebuild" in r.output
+
+
+def test_tune_really_waits_for_a_queued_search(setup, monkeypatch):
+    from superopt.config.resolved import Settings
+    from superopt.specs.capture import tune as tune_mod
+    from superopt.store import queue as q
+    qu = q.Queue(setup["tmp"] / "cache")
+    qu.add(q.make_entry("// ptx", target="sm_90", source=None, kernels=["k"], settings=Settings({})), q.QueueLimits())
+    started = []
+    monkeypatch.setattr(q, "start_runner", lambda queue, limits, **kw: started.append(1) or None)
+    lines = []
+    tune_mod._wait_for_queue(lines.append)
+    # no runner could start: tune says so and goes on (it does not hang)
+    assert started == [1] and any("no runner works on them" in m for m in lines), lines

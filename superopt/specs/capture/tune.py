@@ -11,6 +11,11 @@ exit code as the check at both ends:
 4. **check and compare**: run the tuned program under a second capture (no data): its exit
    code must be the first run's, and the kernels' GPU time of both runs is reported.
 
+Before the rebuild tune waits for the queue of searches after the build (``NVCC_PLUS_SEARCH=deferred``,
+docs/deferred.md), if any: searches queued earlier must not take the GPU from the rebuild's. In
+deferred mode the rebuild only queues its searches: tune waits for them and builds once more,
+and that build applies their decisions.
+
 The build command must rebuild every CUDA source (``make -B NVCC=nvcc-plus``, ``cmake --build
 build --clean-first``): a build that compiles nothing through nvcc-plus is reported, since the
 rebuild would then have tuned nothing.
@@ -43,7 +48,9 @@ HELP = """Build, capture PROGRAM's real launches, rebuild at those launches, and
                GPU time before and after is printed.
 \b
 BUILD runs through the shell in the current directory and must rebuild every CUDA source
-(make -B, cmake --build build --clean-first). Exit codes: 0 tuned and the program behaves
+(make -B, cmake --build build --clean-first). Searches queued by NVCC_PLUS_SEARCH=deferred
+builds are waited for before the rebuild; in deferred mode tune rebuilds once more after the
+rebuild's own queued searches are done. Exit codes: 0 tuned and the program behaves
 as before; 1 the tuned program's exit code differs (the lockfile is left for you to
 inspect; delete it to go back); 2 a step failed (build, capture, program), with which.
 """
@@ -60,6 +67,30 @@ def _run_build(build: str, env: dict, label: str, echo) -> float:
     if r.returncode != 0:
         raise TuneError(f"{label} failed: `{build}` exited {r.returncode}")
     return time.monotonic() - t0
+
+
+def _wait_for_queue(echo) -> None:
+    """Wait for the queue of searches after the build (superopt cache wait), saying so."""
+    from superopt.config.cli import project_config
+    from superopt.config.resolved import Settings
+    from superopt.store.cache import default_cache_dir
+    from superopt.store.queue import WAIT_DONE, Queue, limits_from, wait_for_queue
+    queue = Queue(default_cache_dir())
+    if not queue.size()[0] and not any(r["running"] and r["state"] == "busy" for r in queue.status()["runners"]):
+        return
+    data, _, _, _ = project_config()
+    echo("superopt tune: waiting for the queued searches (superopt cache wait)")
+    code, message = wait_for_queue(queue, limits_from(Settings(data)), echo=lambda m: echo(f"superopt tune: {m}"))
+    if code != WAIT_DONE:
+        echo(f"superopt tune: {message}; going on without them")
+
+
+def _deferred() -> bool:
+    from superopt.config.cli import project_config
+    from superopt.config.resolved import Settings
+    from superopt.store.queue import search_mode
+    data, _, _, _ = project_config()
+    return search_mode(Settings(data)) == "deferred"
 
 
 def _records(folder: Path) -> int:
@@ -93,7 +124,18 @@ def tune(build: str, program: list[str], *, capture_path: str, data: bool, cap_b
     env.pop("NVCC_PLUS_MODE", None)
     if lock:
         env["NVCC_PLUS_LOCK"] = "write"
+    deferred = _deferred()
+    _wait_for_queue(echo)          # searches queued by earlier builds do not compete with the rebuild's
     out["rebuild_seconds"] = round(_run_build(build, env, "rebuild (searching at the captured launches)", echo), 2)
+    if deferred:
+        # NVCC_PLUS_SEARCH=deferred: the rebuild queued its searches; once they are done, a build
+        # applies their decisions (cached, and locked with --lock).
+        _wait_for_queue(echo)
+        out["search_records"] = str(reports)
+        reports = Path(tempfile.mkdtemp(prefix="superopt-tune-records."))
+        env["NVCC_PLUS_REPORT_DIR"] = str(reports)
+        out["rebuild_seconds"] += round(_run_build(build, env, "rebuild (applying the searches queued by the "
+                                                                "rebuild)", echo), 2)
     out["modules_optimized"] = _records(reports)
     out["records"] = str(reports)
     if out["modules_optimized"] == 0:
