@@ -15,8 +15,6 @@ estimate, and estimates are not stored, so the next build could not apply it.
 """
 from __future__ import annotations
 
-import os
-
 from superopt.decide.job import KernelJob
 from superopt.decide.run import ModuleRun
 from superopt.store.record import Status
@@ -29,7 +27,6 @@ def runner_can_measure(run: ModuleRun) -> bool:
     """Whether a runner started from here could measure, so that its decisions are stored:
     a cluster, the developer's judge hook, or a GPU (the cheap test: a device node, as
     :meth:`superopt.judge.BackendJudge.gpu_usable` makes first; no CUDA is started here)."""
-    from superopt.config.settings import env_value
     s = run.settings
     if s.text("NVCC_PLUS_CLUSTER") or s.text("NVCC_PLUS_JUDGE"):
         return True
@@ -38,7 +35,8 @@ def runner_can_measure(run: ModuleRun) -> bool:
         return False
     if backend == "gpu":
         return True
-    return bool(env_value("SUPEROPT_FAKE_GPUS")) or os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/dxg")
+    from superopt.judge.devices import driver_present
+    return driver_present()
 
 
 class DeferredSearches:
@@ -53,6 +51,10 @@ class DeferredSearches:
         self.queue = Queue(run.cache.root)
         self.measurable = runner_can_measure(run)
         self.pending: list[tuple[KernelJob, int]] = []
+
+    def searches(self) -> bool:
+        """Nothing is searched in this build (the order of its kernels does not matter)."""
+        return False
 
     def can_time(self) -> bool:
         """What :class:`~superopt.decide.stored.LockedDecisions` asks: with a capture, an entry made
