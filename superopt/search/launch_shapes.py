@@ -207,10 +207,10 @@ def judge_other_shapes(judge, baseline_ptx: str, cand, kernel: str, specs: list,
     first = {"block": list(_block(specs[0]) or []) or None, "grid": _grid(specs[0]), "origin": "timed",
              "share": None, "status": conf.get("status", "ok"), "speedup": conf.get("speedup"),
              "slower": False, "faster": True, "reason": "the confirmation timing"}
-    rows = [first]
-    entry["launch_shapes_timed"] = rows
     if first["block"] is None:
         return True                 # a spec the search cannot read (a judge's own object): nothing to vary
+    rows = [first]
+    entry["launch_shapes_timed"] = rows
     if launches.kind == "captured":
         first["origin"] = "captured"
         main_share = next((sh for sp, sh in launches.weighted if sp is specs[0]), None)

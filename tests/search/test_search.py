@@ -204,15 +204,16 @@ def test_reports_render_and_gate():
     res2 = search_kernel(module(), KERNEL, [{"x": 1}], target="sm_90", options=OPTS, judge=slower)
     record2 = {**record, "kernels": [res2.record]}
     problems = gate(compare([record], [record2]), 0.02)
-    assert problems == [f"{KERNEL}: speedup fell from 1.250x to 1.000x",
+    assert problems == [f"{KERNEL}: speedup fell from 1.250x to 1.000x (more than the noise floor, 2.0%)",
                         f"{KERNEL}: was optimized, now kept-baseline"]
     assert gate(compare([record], [record]), 0.02) == []
     # a rewrite the build did not use (the driver marked the record) counts as nvcc's code
     import copy
     rolled = copy.deepcopy(record)
     rolled["kernels"][0].update(status="rolled-back", reason="ptxas failed on the rewritten PTX")
-    assert gate(compare([record], [rolled]), 0.02) == [f"{KERNEL}: speedup fell from 1.250x to 1.000x",
-                                                      f"{KERNEL}: was optimized, now rolled-back"]
+    assert gate(compare([record], [rolled]), 0.02) == [
+        f"{KERNEL}: speedup fell from 1.250x to 1.000x (more than the noise floor, 2.0%)",
+        f"{KERNEL}: was optimized, now rolled-back"]
     assert "rolled-back" in render.markdown([rolled])
 
 
