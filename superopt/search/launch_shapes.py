@@ -49,6 +49,7 @@ class _Other:
     share: float | None = None       # captured: the shape's share of the kernel's GPU time
     skipped: str | None = None       # why it is not timed
     note: str | None = None          # how it was made (the size it is timed at)
+    unscaled: object | None = None   # inferred: the block's spec at its inferred sizes (a fallback)
 
 
 def _block(spec) -> tuple | None:
@@ -131,7 +132,8 @@ def _inferred_others(launches, specs: list, kernel: str, baseline_ptx: str) -> t
                 big, note = scaled, "at the timed shape's sizes"
             else:
                 note = "at the inferred sizes (the timed shape's sizes do not fit this block's spec)"
-        out.append(_Other(big, origin, b, small=None if b in checked else small, note=note))
+        out.append(_Other(big, origin, b, small=None if b in checked else small, note=note,
+                          unscaled=small if big is not small else None))
     return out, None
 
 
@@ -244,6 +246,14 @@ def judge_other_shapes(judge, baseline_ptx: str, cand, kernel: str, specs: list,
                 entry.update(fate=fate, reason=f"faster at the timed shape, but at {where}, a block the program "
                                                f"may launch it with: {v.reason}")
                 return False
+        if other.unscaled is not None:
+            # like the timed shape itself (search.loop._with_timing_shape): nvcc's own code must
+            # be judgeable at the scaled-up sizes, else the block is timed at its inferred ones
+            own = judge.verify(baseline_ptx, baseline_ptx, other.timed)
+            if own.status != "accepted":
+                other.timed, other.note = other.unscaled, (f"at the inferred sizes: nvcc's own code cannot be "
+                                                           f"judged at the timed shape's with this block "
+                                                           f"({own.reason})")
         t = judge.time(baseline_ptx, cand.ptx, other.timed, fresh=True)
         if t.status != "ok":
             own = judge.verify(baseline_ptx, baseline_ptx, other.timed)

@@ -288,27 +288,27 @@ def _grow(spec: LaunchSpec, step, max_factor: int, min_threads: int) -> LaunchSp
 def at_sizes_of(spec: LaunchSpec, small: LaunchSpec, big: LaunchSpec) -> LaunchSpec | None:
     """``spec`` -- the inferred family of ``small`` at another block -- at the sizes ``big``
     (``small`` scaled for timing by :func:`timing_shape`) runs: its size parameters take
-    ``big``'s values (its grid and lengths are its own formulas, evaluated there), or, for a
+    ``big``'s values (its grid and lengths are its own formulas, evaluated there) and, for a
     one-block-per-row spec (:func:`row_dim`), its rows grow by ``big``'s factor. None when a
     size parameter is not ``big``'s or a limit (``MAX_BYTES``, 32-bit extents) breaks.
     Parameters are matched by position (the names differ when one spec was inferred with the
     source's parameter names and the other without)."""
     rows = row_dim(spec)
+    names = set(spec.size_params())
+    if (not names and rows is None) or len(big.params) < len(spec.params):
+        return None
+    params = []
+    for p, q in zip(spec.params, big.params):
+        if isinstance(p, Scalar) and p.name in names:
+            if not isinstance(q, Scalar):
+                return None
+            params.append(replace(p, value=q.value, values=None))
+        else:
+            params.append(p)
+    out = replace(spec, params=params, vary_sizes=False, snapshot=None)
     if rows is not None:
-        out = _rows_scaled(spec, rows[0], scale_factor(small, big))
-    else:
-        names = set(spec.size_params())
-        if not names or len(big.params) < len(spec.params):
-            return None
-        params = []
-        for p, q in zip(spec.params, big.params):
-            if isinstance(p, Scalar) and p.name in names:
-                if not isinstance(q, Scalar):
-                    return None
-                params.append(replace(p, value=q.value, values=None))
-            else:
-                params.append(p)
-        out = replace(spec, params=params, vary_sizes=False, snapshot=None)
+        # the rows (blocks) grow as they did for the timed shape; the sizes are its own
+        out = _rows_scaled(out, rows[0], scale_factor(small, big))
     if out is None:
         return None
     got = _measure(out)

@@ -219,7 +219,7 @@ class _Names:
         if here in seen:
             return None
         seen = seen | {here}
-        found = self._assigned(expr, depth, seen)
+        found = self._assigned(expr, depth, seen, self._scope(expr, fn, at))
         if found is False:
             return None
         out = list(found or [])
@@ -232,21 +232,39 @@ class _Names:
             return None
         return list(dict.fromkeys(out)) or None
 
-    def _assigned(self, name: str, depth: int, seen: frozenset):
-        """The values of every assignment to ``name`` in the file ([] when there is none);
-        False when one is not a listed constant (or ``name`` is changed by ``*=``, ``++``, ...
-        outside a counted ``for`` header this reads)."""
+    def _scope(self, name: str, fn, at: int):
+        """Where assignments to ``name`` seen from offset ``at`` can be: the body of the
+        function around it when that function declares it (a parameter or a local), else
+        everywhere but the bodies of functions that declare their own."""
+        def declares(lo, hi, params):
+            return name in params or re.search(r"\b(?:" + _INT_TYPES + r"|auto|dim3)\s+(?:const\s+)?"
+                                               + name + r"\b", self.text[lo:hi]) is not None
+        if fn is not None:
+            for fname, params, lo, hi in self.functions:
+                if fname == fn[0] and lo <= at < hi and declares(lo, hi, params):
+                    return lambda i, lo=lo, hi=hi: lo <= i < hi
+        own = [(lo, hi) for _, params, lo, hi in self.functions if declares(lo, hi, params)]
+        return lambda i: not any(lo <= i < hi for lo, hi in own)
+
+    def _assigned(self, name: str, depth: int, seen: frozenset, scope=lambda i: True):
+        """The values of every assignment to ``name`` in ``scope`` (offset -> bool) ([] when
+        there is none); False when one is not a listed constant (or ``name`` is changed by
+        ``*=``, ``++``, ... outside a counted ``for`` header this reads)."""
         out: list[int] = []
         loops = []
         for m in re.finditer(r"\bfor\s*\(\s*(?:[\w:]+\s+)*" + name + r"\s*=\s*([^;]+);\s*" + name
                              + r"\s*(<=|<)\s*([^;]+);\s*(?:" + name + r"\s*(\*=|<<=|\+=)\s*([^)]+)|(\+\+)\s*"
                              + name + r"|" + name + r"\s*(\+\+))\s*\)", self.text):
+            if not scope(m.start()):
+                continue
             vals = self._counted(m)
             if vals is None:
                 return False
             out += vals
             loops.append((m.start(), m.end()))
         for m in re.finditer(r"\bfor\s*\(\s*(?:[\w:&]+\s+)*&?\s*" + name + r"\s*:\s*([A-Za-z_]\w*)\s*\)", self.text):
+            if not scope(m.start()):
+                continue
             vals = self._array(m.group(1))
             if vals is None:
                 return False
@@ -254,7 +272,7 @@ class _Names:
             loops.append((m.start(), m.end()))
         inside = lambda i: any(a <= i < b for a, b in loops)   # noqa: E731
         for m in re.finditer(r"(?<![\w.>])" + name + r"\s*=(?!=)\s*([^;,)]+)", self.text):
-            if inside(m.start()):
+            if inside(m.start()) or not scope(m.start()):
                 continue
             vals = self.values(m.group(1), m.start(), depth + 1, seen)
             if vals is None:
@@ -262,7 +280,7 @@ class _Names:
             out += vals
         for m in re.finditer(r"(?<![\w.>])" + name + r"\s*(?:\*=|\+=|-=|/=|<<=|>>=|%=|&=|\|=|\+\+|--)|(?:\+\+|--)\s*"
                              + name + r"\b", self.text):
-            if not inside(m.start()):
+            if not inside(m.start()) and scope(m.start()):
                 return False
         return out
 

@@ -57,9 +57,9 @@ class BlockJudge(Judge):
     policy = "exact"
     can_time = True
 
-    def __init__(self, speed_at: dict, *, wrong_at=(), own_fails_at=(), fails_timing_at=()):
+    def __init__(self, speed_at: dict, *, wrong_at=(), own_fails_at=(), fails_timing_at=(), own_fails_scaled_at=()):
         self.speed_at, self.wrong_at, self.own_fails_at = speed_at, wrong_at, own_fails_at
-        self.fails_timing_at = fails_timing_at
+        self.fails_timing_at, self.own_fails_scaled_at = fails_timing_at, own_fails_scaled_at
         self.timed: list[tuple] = []
         self.checked: list[tuple] = []
 
@@ -68,6 +68,8 @@ class BlockJudge(Judge):
         self.checked.append((tuple(spec.block), cand == base))
         if b in self.own_fails_at:
             return Verdict("could_not_judge", "nvcc's code is not deterministic at this block", "exact", {})
+        if b in self.own_fails_scaled_at and str(spec.origin).endswith("scaled for timing"):
+            return Verdict("could_not_judge", "nvcc's code reads past a buffer there", "exact", {})
         if cand != base and b in self.wrong_at:
             return Verdict("rejected", "buffer 'out' element 7 differs", "exact", {})
         return Verdict("accepted", "identical", "exact", {})
@@ -179,6 +181,15 @@ def test_a_block_nvcc_code_cannot_be_judged_at_is_skipped_not_a_failure(tmp_path
     rows = next(e for e in result.record["candidates"] if e["fate"] == "winner")["launch_shapes_timed"]
     row = next(r for r in rows if r["block"][0] == 512)
     assert "nvcc's own code cannot be judged there" in row["skipped"] and "speedup" not in row
+
+
+def test_a_block_whose_scaled_sizes_break_is_timed_at_its_inferred_sizes(tmp_path, test_passes):  # noqa: F811
+    judge = BlockJudge({256: 1.3, 512: 0.8}, own_fails_scaled_at=(512,))
+    _, result = search(tmp_path, SOURCE, judge)
+    e = winner_or_best(result)
+    row = next(r for r in e["launch_shapes_timed"] if r["block"][0] == 512)
+    assert row["note"].startswith("at the inferred sizes: nvcc's own code cannot be judged at the timed shape's")
+    assert row["speedup"] == 0.8 and e["fate"] == "slower-elsewhere"     # still judged, at the small size
 
 
 def test_wrong_at_another_source_block_is_not_kept(tmp_path, test_passes):  # noqa: F811

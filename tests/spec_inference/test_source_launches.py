@@ -119,6 +119,22 @@ def test_blocks_chosen_at_run_time_from_an_array_of_constants_are_listed():
     assert "reassigned" not in got                   # one assignment is computed at run time
 
 
+def test_a_local_of_the_same_name_elsewhere_does_not_count():
+    """The kernel's own `int block_size = blockDim.x` is another variable than the host's."""
+    src = """
+    __global__ void k(float *x) { int block_size = blockDim.x; x[threadIdx.x] = block_size; }
+    void launch(float *x, int block_size) { k<<<1, block_size>>>(x); }
+    int main() { int sizes[] = {64, 128}; for (int j = 0; j < 2; j++) { int block_size = sizes[j]; launch(x, block_size); } }
+    """
+    assert launch_blocks(src)["k"].listed == ((64, 1, 1), (128, 1, 1))
+
+
+def test_the_bias_gradient_benchmark_lists_its_block_sizes():
+    got = launch_blocks((ROOT / "bench" / "programs" / "biasgrad" / "biasgrad.cu").read_text())
+    k = got["matmul_backward_bias_kernel1"]
+    assert k.listed == tuple((b, 1, 1) for b in (32, 64, 128, 256, 512, 1024)) and not k.runtime
+
+
 def test_listed_blocks_do_not_make_inference_take_one_block():
     """Inference reads only the constant blocks (a listed block is not the only one)."""
     got = launch_blocks(LLM_C_STYLE)["bias_kernel1"]
