@@ -140,7 +140,7 @@ def test_a_kernel_slower_in_the_tuned_program_is_reverted_in_the_lock_and_the_ca
     for stored in (Lockfile(lock.path).get("lock-_Z4slowv"), DecisionCache(cache.root).get("cache-_Z4slowv")):
         assert stored["plan"] == [] and stored["status"] == "kept-baseline" and stored["spec_origin"] == "captured"
         assert stored["reverted"]["by"] == "superopt tune" and stored["reverted"]["after_ms"] == 6.0
-        assert stored["reverted"]["plan"] == [[{"pass": "unroll", "params": {"factor": 4}}]]
+        assert stored["reverted"]["plan"] == [{"pass": "unroll", "params": {"factor": 4}}]
     # the faster one is untouched; the one whose code was nvcc's is only reported
     assert Lockfile(lock.path).get("lock-_Z4fastv")["plan"] and DecisionCache(cache.root).get("cache-_Z4fastv")["plan"]
     assert "_Z4keptv: slower (2.000 -> 2.500 ms) but nvcc-plus kept nvcc's code for it" in r.output

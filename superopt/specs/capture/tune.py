@@ -152,8 +152,8 @@ def revert_decisions(records_dir: Path, slower: list[dict]) -> tuple[list[dict],
                      "decision": "measured", "spec_origin": "captured",
                      "reverted": {"by": "superopt tune", "before_ms": round(s["before_ms"], 6),
                                   "after_ms": round(s["after_ms"], 6), "spread": round(s["spread"], 4),
-                                  "plan": k.get("plan") or [c.get("plan") for c in k.get("candidates", [])
-                                                            if c.get("id") == k.get("winner")][:1]}}
+                                  "plan": k.get("plan") or next((c.get("plan") for c in k.get("candidates", [])
+                                                                 if c.get("id") == k.get("winner")), [])}}
             if keys.get("lockfile") and keys.get("lock"):
                 Lockfile(Path(keys["lockfile"])).record(keys["lock"], entry)
                 where.append(str(keys["lockfile"]))
