@@ -83,6 +83,10 @@ def markdown(records) -> str:
                 sp = f"{c['speedup']:.3f}×" if c.get("speedup") else "–"
                 reason = (c.get("reason") or "").replace("|", "\\|").replace("\n", " ")[:160]
                 lines.append(f"| {c['id']} | {c.get('fate')} | {sp} | {reason} |")
+        if v.phases:
+            lines += ["", "Where the search's time went" + (f" ({v.gpu_busy})" if v.gpu_busy else "") + ": "
+                      + ", ".join(f"{name} {sec:.2f} s" + (f" ×{n}" if n > 1 else "") for name, sec, n in v.phases)
+                      + "."]
         if v.evidence:
             ev = v.evidence
             lines += ["", f"Why it is safe: {ev.verdict} (policy {ev.policy}); {ev.launches}."]

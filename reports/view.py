@@ -129,6 +129,8 @@ class KernelView:
     notes: list[str] = field(default_factory=list)
     file_label: str = ""                             # the source as the report names it
     shapes: ShapesView | None = None                 # the launch shapes the program may use, timed
+    phases: list[tuple[str, float, int]] = field(default_factory=list)   # (phase, seconds, count), longest first
+    gpu_busy: str = ""                               # "GPU busy 0.42 s of 0.45 s held (93%)"
 
     @property
     def kernel(self) -> dict:
@@ -347,4 +349,22 @@ def kernel_view(entry: KernelEntry, index: int, sass: tuple[Sass | None, Sass | 
         code=_code(k, win, sass),
         lines=source_lines((k.get("baseline") or {}).get("ptx"), (win or {}).get("ptx")),
         candidates=candidates, capture_share=k.get("capture_share"), notes=list(k.get("notes") or []),
-        shapes=_shapes(k, win))
+        shapes=_shapes(k, win), phases=phase_rows(k.get("phases")), gpu_busy=gpu_busy_text(k.get("phases")))
+
+
+def phase_rows(phases: dict | None) -> list[tuple[str, float, int]]:
+    """A record's ``phases`` as (phase, seconds, count) rows, longest first (superopt.judge.phases)."""
+    rows = []
+    for key, value in (phases or {}).items():
+        if key.endswith("_s") and key != "gpu_busy_s":
+            name = key[:-2]
+            rows.append((name, float(value), int((phases or {}).get(f"{name}_n") or 0)))
+    return sorted(rows, key=lambda r: -r[1])
+
+
+def gpu_busy_text(phases: dict | None) -> str:
+    p = phases or {}
+    if not p.get("lease_s"):
+        return ""
+    return (f"GPU busy {p.get('gpu_busy_s', 0):.2f} s of {p['lease_s']:.2f} s held "
+            f"({100 * p.get('gpu_busy_fraction', 0):.0f}%), {p.get('gpu_wait_s', 0):.2f} s waiting for it")

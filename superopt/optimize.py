@@ -10,18 +10,22 @@ runs in ``optimize`` mode and what ``superopt optimize`` runs on a file.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import ptx_ir
 from superopt.config.resolved import Settings
 from superopt.decide.run import ModuleResult, ModuleRun
-from superopt.judge import Judge
 from superopt.search.options import search_options
+
+if TYPE_CHECKING:
+    from superopt.judge import Judge
 
 __all__ = ["optimize_module", "ModuleResult"]
 
 
 def optimize_module(ptx: str, *, target: str | None = None, source: str | None = None,
                     settings: Settings | None = None, deadline: float | None = None, progress=None,
-                    kernels: list[str] | None = None, judge: Judge | None = None,
+                    kernels: list[str] | None = None, judge: "Judge | None" = None,
                     spec_for=None) -> ModuleResult:
     """Decide every kernel of ``ptx`` (or those named in ``kernels``). ``deadline``: no search
     starts after it (time.time()); ``progress``: a :class:`superopt.search.progress.SearchProgress`;
@@ -35,7 +39,7 @@ def optimize_module(ptx: str, *, target: str | None = None, source: str | None =
                     progress=progress)
     sources = _decision_sources(run, judge, spec_for)
     try:
-        for job in run.jobs():
+        for job in run.jobs(by_expected_gain=sources[-1].searches()):
             for src in sources:
                 if src.decide(job):
                     break
@@ -51,7 +55,7 @@ def optimize_module(ptx: str, *, target: str | None = None, source: str | None =
     return run.result()
 
 
-def _decision_sources(run: ModuleRun, judge: Judge | None, spec_for) -> list:
+def _decision_sources(run: ModuleRun, judge: "Judge | None", spec_for) -> list:
     from superopt.decide.searches import ClusterSearches, LocalSearch
     from superopt.decide.stored import CachedDecisions, LockedDecisions
     from superopt.search.cluster import address_from, shared, worker_judge

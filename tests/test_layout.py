@@ -7,6 +7,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import networkx as nx
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("superopt", "ptx_ir", "nvcc_plus", "reports")
@@ -132,3 +133,30 @@ def test_the_model_rewrite_registers_itself_and_carries_code():
     info = registry()["model-rewrite"]
     assert info.carries_code and info.source == "superopt.model.rewrite"
     assert not (REPO / "superopt" / "passes" / "model_rewrite.py").exists()
+
+
+def test_the_pass_names_a_decision_key_holds_are_read_without_importing_the_passes():
+    """decide.run keys decisions by every pass's name, read from the pass files' text so that a
+    build applying stored decisions imports no pass; it must be what the registry holds."""
+    from superopt.passes import declared_names, registry
+    builtin = sorted(n for n, p in registry().items() if p.source.startswith("superopt.passes."))
+    assert declared_names() == builtin
+
+
+def test_ptxas_version_is_asked_once_per_ptxas(tmp_path, monkeypatch):
+    from superopt.judge import ptxas
+    fake = tmp_path / "ptxas"
+    fake.write_text("#!/bin/sh\necho 'ptxas: NVIDIA (R) Ptx optimizing assembler'\necho 'Cuda compilation tools, release 99.9'\n"
+                    + "#" * (1 << 16) + "\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("NVCC_PLUS_PTXAS", str(fake))
+    monkeypatch.setenv("NVCC_PLUS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(ptxas, "_VERSIONS", {})
+    assert ptxas.ptxas_version() == "Cuda compilation tools, release 99.9"
+    monkeypatch.setattr(ptxas, "_VERSIONS", {})                # a new compilation
+    monkeypatch.setattr(ptxas, "_ask_version", lambda path: pytest.fail("ptxas asked again"))
+    assert ptxas.ptxas_version() == "Cuda compilation tools, release 99.9"
+    fake.write_text(fake.read_text() + "# changed\n")           # another ptxas: asked again
+    monkeypatch.setattr(ptxas, "_VERSIONS", {})
+    with pytest.raises(pytest.fail.Exception):
+        ptxas.ptxas_version()

@@ -91,6 +91,9 @@ SETTINGS: tuple[Setting, ...] = (
             "time", "search", toml="search_minor"),
     Setting("NVCC_PLUS_GPUS", "all visible", "the GPUs searches may use: ordinals, UUIDs or UUID prefixes "
             "(each kernel's search leases a free one)", "search"),
+    Setting("NVCC_PLUS_GPU_LEASE", "step", "step: a search holds its GPU only for each GPU step (checks "
+            "shared with other compilations, timing alone); search: for its whole duration (the old economy)",
+            "search"),
     Setting("NVCC_PLUS_CLUSTER", "", "a Dask scheduler (tcp://host:8786) whose GPU workers run the searches",
             "search", toml="cluster"),
     Setting("NVCC_PLUS_CLUSTER_CONNECT_TIMEOUT", "10", "seconds to reach the cluster's scheduler", "search"),

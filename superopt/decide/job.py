@@ -57,3 +57,11 @@ class DecisionSource(Protocol):
     def finish(self) -> None:
         """Settle what this source left pending (a cluster's answers); called once at the end."""
         ...
+
+
+class SearchSource(DecisionSource, Protocol):
+    """The last source of the pipeline: one that searches."""
+
+    def searches(self) -> bool:
+        """Whether it will search at all here (then kernels go in order of expected gain)."""
+        ...

@@ -41,7 +41,7 @@ def toolchain_identity() -> str:
     """The toolchain part of a cache key: ptxas's version, and the model when one proposes (a
     decision made with a model is cached under that model)."""
     from superopt.judge.ptxas import ptxas_version
-    from superopt.model.proposer import model_identity
+    from superopt.model.base import model_identity
     tool = ptxas_version()
     model = model_identity()
     return f"{tool} model={model}" if model else tool
@@ -73,6 +73,7 @@ class ModuleRun:
         self.changed = False
         self.in_flight: str | None = None        # the kernel being decided
         self.todo = [fn for fn in module.kernels if not kernels or fn.name in kernels]
+        self._explicit_possible: bool | None = None
         self.timed_out: list[str] = []
         self.no_free_gpu: list[str] = []
         self.capture = self._load_capture()
@@ -87,18 +88,39 @@ class ModuleRun:
             return None
 
     # ---- kernels ---------------------------------------------------------------------
-    def jobs(self):
-        """The kernels to decide, in module order."""
+    def jobs(self, by_expected_gain: bool = False):
+        """The kernels to decide: in module order, or (when they will be searched) where the
+        expected gain is first (superopt.decide.priority)."""
         from superopt.specs.sources import explicit_specs_key
-        for index, fn in enumerate(self.todo, 1):
+        order = self.todo
+        if by_expected_gain:
+            from superopt.decide.priority import search_order
+            order = search_order(self.todo, self.capture)
+        for index, fn in enumerate(order, 1):
             self.in_flight = fn.name
             text = ptx_ir.printer.emit_function(fn)
             # The user's explicit launch spec is part of the key: a decision verified with one
             # spec is not reused after the spec changes.
-            explicit = explicit_specs_key(self.module, fn.name, source=self.source, settings=self.settings)
+            explicit = explicit_specs_key(self.module, fn.name, source=self.source, settings=self.settings) \
+                if self._may_have_explicit_specs() else None
             key = DecisionKey(text, self.globals_text, self.target, self.tool, self.options.policy,
                               tuple(self.pass_names), explicit=explicit)
             yield KernelJob(fn, index, len(self.todo), text, key)
+
+    def _may_have_explicit_specs(self) -> bool:
+        """Whether any kernel could have explicit launch specs: a ``[kernels]`` table in
+        nvcc-plus.toml or a ``nvcc-plus:`` comment in the source. Without either there is nothing
+        to parse, and a build applying stored decisions does not load the spec machinery."""
+        if self._explicit_possible is None:
+            text = ""
+            if self.source:
+                try:
+                    with open(self.source, "rb") as f:
+                        text = f.read(64 << 20).decode("utf-8", "replace")
+                except OSError:
+                    text = ""
+            self._explicit_possible = bool(self.settings.document.get("kernels")) or "nvcc-plus:" in text
+        return self._explicit_possible
 
     def add(self, kr: dict | None) -> int:
         """Append a kernel record (None: a place for one that comes later); its slot."""
@@ -209,8 +231,12 @@ class ModuleRun:
 
 
 def _all_passes() -> list[str]:
-    from superopt.passes import registry
-    return list(registry())
+    """Every pass a search may run, for the decision key: the built-in ones as their files
+    declare them (read, not imported: a build that only applies stored decisions loads no
+    pass) and the model's rewrite (which registers itself)."""
+    import superopt.model.rewrite  # noqa: F401 - registers model-rewrite
+    from superopt.passes import _REGISTRY, declared_names
+    return sorted(set(declared_names()) | set(_REGISTRY))
 
 
 def _names(kernels: list[str]) -> str:

@@ -18,6 +18,12 @@ NO_GPU_LOCKED = ("no GPU and no locked or cached decision: nvcc's code kept "
 def prepare(run: ModuleRun, job: KernelJob, spec_for=None) -> bool:
     """Fill in the job's spec choices; False when the kernel was settled instead (no time left,
     or the capture shows it too minor to search)."""
+    from superopt.judge.phases import phase
+    with phase("spec"):
+        return _prepare(run, job, spec_for)
+
+
+def _prepare(run: ModuleRun, job: KernelJob, spec_for) -> bool:
     left = time_left(run.deadline)
     if left is not None and left < MIN_SEARCH_S:
         run.timed_out.append(job.kernel)
@@ -50,6 +56,7 @@ class LocalSearch:
 
     def __init__(self, run: ModuleRun, judge=None, spec_for=None):
         self.run, self._judge, self.spec_for = run, judge, spec_for
+        self._warming = None            # the thread starting the GPU worker (_prewarm)
 
     @property
     def judge(self):
@@ -59,42 +66,56 @@ class LocalSearch:
             self._judge = BackendJudge(o.backend, o.policy, o.check_sets, o.timing_reps)
         return self._judge
 
+    def searches(self) -> bool:
+        """Whether this source will search at all (a GPU, or NVCC_PLUS_NO_GPU=estimate)."""
+        return self.run.options.no_gpu == "estimate" or self.can_time()
+
     def can_time(self) -> bool:
         if self._judge is not None:
             return self._judge.can_time
-        from superopt.judge import BackendJudge
         o = self.run.options
-        return o.backend == "gpu" or (o.backend == "auto" and BackendJudge.gpu_usable()[0])
+        if o.backend == "gpu":
+            return True
+        from superopt.judge.devices import driver_present
+        if o.backend != "auto" or not driver_present():
+            return False                        # decided without loading the judge
+        from superopt.judge import BackendJudge
+        return BackendJudge.gpu_usable()[0]
 
     def decide(self, job: KernelJob) -> bool:
         from superopt.judge.devices import GpuBusy, NoDevice
-        run, judge = self.run, self.judge
-        if not judge.can_time and run.options.no_gpu == "locked":
+        from superopt.judge.phases import recording
+        run = self.run
+        if not self.searches():
             # Nothing stored could be applied: do not spend a build's time searching.
             run.skip(job, NO_GPU_LOCKED)
             return True
-        if not prepare(run, job, self.spec_for):
-            return True
-        hold = getattr(judge, "hold", None)
-        run.notify("kernel_started", job.signature or job.kernel, job.index, job.total, run.options.budget_s)
-        started = time.monotonic()
-        try:
-            with (hold(_gpu_wait_deadline(run.deadline)) if hold else nullcontext()) as device:
-                kr, winner, chosen, tried = search_choices(
-                    run.module, job.kernel, job.choices, options=run.options, deadline=run.deadline,
-                    share=job.share, judge=judge, target=run.target)
-                if device is not None:
-                    kr["device"] = {"name": device.name, "uuid": device.uuid, "ordinal": device.ordinal}
-        except GpuBusy:
-            run.no_free_gpu.append(job.kernel)
-            run.skip(job, "not searched: no GPU became free before the optimizer's time limit")
-            return True
-        except NoDevice as exc:
-            run.skip(job, f"not searched: {exc}")
-            if f"{exc}; nvcc's code kept" not in run.messages:
-                run.messages.append(f"{exc}; nvcc's code kept")
-            return True
+        judge = self.judge
+        with recording() as phases:
+            self._prewarm()
+            if not prepare(run, job, self.spec_for):
+                return True
+            hold = getattr(judge, "hold", None)
+            run.notify("kernel_started", job.signature or job.kernel, job.index, job.total, run.options.budget_s)
+            started = time.monotonic()
+            try:
+                with (hold(_gpu_wait_deadline(run.deadline)) if hold else nullcontext()) as device:
+                    kr, winner, chosen, tried = search_choices(
+                        run.module, job.kernel, job.choices, options=run.options, deadline=run.deadline,
+                        share=job.share, judge=judge, target=run.target)
+                    if device is not None:
+                        kr["device"] = {"name": device.name, "uuid": device.uuid, "ordinal": device.ordinal}
+            except GpuBusy:
+                run.no_free_gpu.append(job.kernel)
+                run.skip(job, "not searched: no GPU became free before the optimizer's time limit")
+                return True
+            except NoDevice as exc:
+                run.skip(job, f"not searched: {exc}")
+                if f"{exc}; nvcc's code kept" not in run.messages:
+                    run.messages.append(f"{exc}; nvcc's code kept")
+                return True
         seconds = time.monotonic() - started
+        kr["phases"] = phases.to_dict()
         run.stats["searches"] += 1
         run.stats["search_s"] += seconds
         run.notify("kernel_finished", job.signature or job.kernel, str(kr.get("status")), seconds)
@@ -102,6 +123,28 @@ class LocalSearch:
                                       seconds=seconds, searched_on=_searched_on(kr, judge), store=judge.can_time),
                    run.add(None))
         return True
+
+    def _prewarm(self) -> None:
+        """Start the GPU worker (a process and a CUDA context, about a second) in the background
+        while the first kernel's specs are resolved and its candidates made: off the GPU's
+        critical path, and never holding the GPU."""
+        if self._warming is not None or getattr(self.judge, "backend", None) != "gpu":
+            return
+        import threading
+
+        from superopt.judge.phases import in_context
+
+        def warm():
+            from superopt.judge import devices
+            from superopt.judge.backends.base import BackendUnavailable, get_backend
+            try:
+                with devices.assign():
+                    get_backend("gpu").available()
+            except (devices.NoDevice, BackendUnavailable, ValueError):
+                pass                    # the search's own first GPU step says why
+
+        self._warming = threading.Thread(target=in_context(warm), name="superopt-gpu-warm", daemon=True)
+        self._warming.start()
 
     def finish(self) -> None:
         pass
@@ -116,6 +159,9 @@ class ClusterSearches:
     def __init__(self, run: ModuleRun, cluster, spec_for=None):
         self.run, self.cluster, self.spec_for = run, cluster, spec_for
         self.sent: list = []                   # (Submitted, KernelJob, slot)
+
+    def searches(self) -> bool:
+        return True
 
     def decide(self, job: KernelJob) -> bool:
         run = self.run

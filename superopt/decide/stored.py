@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ptx_ir
 import superopt.model.rewrite  # noqa: F401 - registers model-rewrite: stored model wins re-apply without a model
-from superopt.judge import BackendJudge
 from superopt.passes import registry
 from superopt.search.candidates import PlanDidNotApply, Step, apply_plan, text_hash
 from superopt.search.options import SearchOptions
@@ -120,6 +119,7 @@ def recheck_stored(options: SearchOptions, source, settings, capture, judge):
         found = candidates_in_order(module, kernel, source=source, settings=settings, capture=capture)
         if not found.choices:
             return f"no launch spec: {found.reason}"
+        from superopt.judge import BackendJudge
         j = judge if judge is not None else BackendJudge(options.backend, options.policy, options.check_sets,
                                                          options.timing_reps)
         base, cand = ptx_ir.emit(module), ptx_ir.emit(new_module)

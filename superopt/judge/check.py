@@ -8,7 +8,7 @@ buffer. What it does, and why:
   distributions (floats: normal, specials with NaN/±Inf/denormals/-0, uniform, large, ...;
   ints: small, full range, near the bounds). :func:`run_baseline` and ``check(baseline=)``
   split the work so that a search can reuse the baseline's runs on one family of inputs
-  for several candidates (``superopt.search.loop.Judge`` does, until a rejection, and checks the
+  for several candidates (``superopt.judge.judge.BackendJudge`` does, until a rejection, and checks the
   candidate it keeps once more on inputs of its own).
 * **Sizes that are not multiples of the block.** Scalars that buffer lengths (or the
   grid) depend on get other values in later sets (smaller, not multiples of block.x),
@@ -70,6 +70,8 @@ from superopt.judge import atomic_judge
 from superopt.judge.backends.base import Backend, BackendUnavailable, get_backend
 from superopt.judge.inputs import (InputSet, complement_poison, fresh_seed, is_nan_bits, make_input_set,
                              make_rng, poison_unlike, input_plan, snapshot_array)
+from superopt.judge.phases import measured
+from superopt.judge.policy import EXACT, Policy  # noqa: F401 - the check's policies, re-exported
 from superopt.specs.launch_spec import Buffer, Bytes, ElemType, LaunchSpec, SpecError
 
 __all__ = [
@@ -79,55 +81,6 @@ __all__ = [
 
 ACCEPTED, REJECTED, COULD_NOT_JUDGE = "accepted", "rejected", "could_not_judge"
 EXIT_CODES = {ACCEPTED: 0, REJECTED: 1, COULD_NOT_JUDGE: 2}
-
-
-# --------------------------------------------------------------------------- policy
-
-@dataclass(frozen=True)
-class Policy:
-    """How outputs are compared. ``exact``: bit-identical, any NaN equals any NaN.
-    ``ulp``: float elements within ``bound`` units in the last place. ``rel``: float
-    elements with |c - b| <= bound * max(|b|, |c|). Integers are always exact; NaN never
-    equals a number; infinities must match exactly."""
-    kind: str = "exact"
-    bound: float = 0.0
-
-    def __post_init__(self):
-        if self.kind not in ("exact", "ulp", "rel"):
-            raise ValueError(f"unknown policy {self.kind!r} (exact | ulp:N | rel:X)")
-        if self.kind != "exact" and not (self.bound >= 0 and math.isfinite(self.bound)):
-            raise ValueError(f"policy bound must be a finite number >= 0, not {self.bound}")
-
-    @classmethod
-    def parse(cls, text: Union[str, "Policy", None]) -> "Policy":
-        if text is None:
-            return EXACT
-        if isinstance(text, Policy):
-            return text
-        t = str(text).strip().lower()
-        if t in ("", "exact"):
-            return EXACT
-        kind, sep, arg = t.partition(":")
-        if not sep:
-            raise ValueError(f"policy {text!r}: write exact, ulp:N or rel:X")
-        return cls(kind, float(arg))
-
-    @property
-    def exact(self) -> bool:
-        return self.kind == "exact"
-
-    def describe(self) -> str:
-        if self.exact:
-            return "exact (bit-identical; any NaN equals any NaN)"
-        if self.kind == "ulp":
-            return f"ulp:{self.bound:g} (float elements within {self.bound:g} ULP; ints exact; opt-in)"
-        return f"rel:{self.bound:g} (float elements |c-b| <= {self.bound:g}*max(|b|,|c|); ints exact; opt-in)"
-
-    def __str__(self) -> str:
-        return "exact" if self.exact else f"{self.kind}:{self.bound:g}"
-
-
-EXACT = Policy()
 
 
 # --------------------------------------------------------------------------- comparison
@@ -351,7 +304,7 @@ class BaselineRuns:
     of every set, which elements it leaves unwritten, its slowest launch.
 
     A search judges many candidates against one baseline; the baseline's behaviour on a
-    given set of inputs does not depend on the candidate, so :class:`~superopt.search.loop.Judge`
+    given set of inputs does not depend on the candidate, so :class:`~superopt.judge.judge.BackendJudge`
     reuses one ``BaselineRuns`` for the candidates of a kernel (each candidate still gets
     fresh output poisons unlike the baseline's values) and draws fresh inputs again after a
     rejection, whose evidence reveals input values."""
@@ -647,6 +600,7 @@ def _static_of(ptx: str, kernel: str):
     return r[0]
 
 
+@measured("static")
 def _static_verdict(baseline_ptx, candidate_ptx, kname, policy, ev, t_start) -> Verdict | None:
     """The static def-use check (superopt.judge.static_check), before anything runs: a
     candidate whose branch, store, return or call depends on a register nothing wrote,

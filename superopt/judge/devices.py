@@ -1,12 +1,19 @@
-"""Which GPU a search runs on: every visible GPU, a free one taken per kernel search.
+"""Which GPU a search runs on, and when it holds it.
 
-A compilation that searches a kernel first *leases* a GPU (:func:`lease`): it tries every
-allowed GPU's lock without waiting (the one it used last first, its warm worker process is
-there; then the others from a place that depends on the process id, so that concurrent
-compilations spread), and when all are taken waits until any of them is free. Everything the
-search runs on the GPU (checks, timing, compute-sanitizer) runs on the leased GPU while the
-lease is held, so timing is exclusive per GPU and ``make -jN`` on a host with G GPUs searches
-G kernels at a time.
+A kernel's search is *assigned* a GPU (:func:`assign`: the one this process used last, its warm
+worker process is there; else one from a place that depends on the process id, so that
+concurrent compilations spread) and holds it only for each GPU step (:func:`gpu_step`): a
+differential check or a compute-sanitizer run shares the GPU with other compilations' checks,
+a timing holds it alone. Proposing candidates, ptxas, spec inference and the emulator run
+without it, so ``make -j8`` on one GPU interleaves eight searches at the granularity of their
+GPU steps instead of queueing whole searches. The shared/exclusive lock is a pair of ``flock``
+files per GPU: a turnstile every step passes, and the GPU's lock (shared for checks,
+exclusive for timing); a timing waiting at the GPU's lock keeps the turnstile, so new checks
+queue behind it and a timing is never starved.
+
+``NVCC_PLUS_GPU_LEASE=search`` restores the old economy: the search *leases* a GPU for its
+whole duration (:func:`lease`: every allowed GPU tried without waiting, then the first to free
+up). A cluster worker's search leases its GPU the same way.
 
 The locks are :mod:`superopt.judge.gpu_lock`'s files, named by the GPU's UUID (``GPU-…`` as
 ``cuDeviceGetUuid`` gives it and nvidia-smi prints it): two builds with different
@@ -35,7 +42,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from superopt.judge.gpu_lock import LockTimeout, lock_path
+from superopt.judge.gpu_lock import lock_path
 from superopt.store.private_dir import open_private
 
 
@@ -50,8 +57,11 @@ class NoDevice(RuntimeError):
     """No GPU can be used here (none visible, the driver is missing, NVCC_PLUS_GPUS names none)."""
 
 
-class GpuBusy(LockTimeout):
-    """Every allowed GPU stayed taken until the deadline."""
+class GpuBusy(BaseException):
+    """The GPU stayed taken until the deadline (every allowed GPU, for a whole-search lease; the
+    assigned one, for a GPU step). A BaseException on purpose, like the driver's
+    OptimizerTimeout: no ``except Exception`` between the step and the search may turn the
+    time limit into one candidate's failure; the search catches it (superopt.decide.searches)."""
 
 
 class GpusSettingError(ValueError):
@@ -151,6 +161,13 @@ def select(devices: list[Device], setting: str | None) -> list[Device]:
     return out
 
 
+def driver_present() -> bool:
+    """Whether this machine can have a GPU at all (the NVIDIA driver's device node, or the
+    test hook): the first, free question a build without a GPU asks (no CUDA process started)."""
+    from superopt.config.settings import env_value
+    return bool(env_value("SUPEROPT_FAKE_GPUS")) or os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/dxg")
+
+
 def allowed_devices() -> list[Device]:
     """The GPUs searches may use here: the visible ones, restricted by NVCC_PLUS_GPUS."""
     devs = select(visible_devices(), os.environ.get("NVCC_PLUS_GPUS"))
@@ -212,6 +229,24 @@ def acquire(devices: list[Device], *, deadline: float | None = None, prefer: Dev
         time.sleep(poll if deadline is None else max(0.0, min(poll, deadline - time.time())))
 
 
+def _flock_until(fd: int, how: int, deadline: float | None, poll: float = 0.002) -> None:
+    """flock ``fd`` (LOCK_SH or LOCK_EX), waiting until ``deadline`` (time.time(); None: for
+    ever); :class:`GpuBusy` past it."""
+    if deadline is None:
+        fcntl.flock(fd, how)
+        return
+    while True:
+        try:
+            fcntl.flock(fd, how | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            left = deadline - time.time()
+            if left <= 0:
+                raise GpuBusy("the GPU stayed busy until the time limit") from None
+            time.sleep(min(poll, left))
+            poll = min(poll * 2, 0.02)
+
+
 def release(fd: int) -> None:
     try:
         fcntl.flock(fd, fcntl.LOCK_UN)
@@ -226,8 +261,84 @@ _HELD_LOCK = threading.Lock()
 
 
 def current() -> Device | None:
-    """The GPU this thread holds a lease on, if any."""
+    """The GPU this thread's search runs on (leased or assigned), if any."""
     return getattr(_local, "device", None)
+
+
+def lease_mode() -> str:
+    """``step`` (hold the GPU per GPU step; the default) or ``search`` (NVCC_PLUS_GPU_LEASE)."""
+    from superopt.config.settings import SettingError, env_value
+    mode = (env_value("NVCC_PLUS_GPU_LEASE") or "step").strip().lower()
+    if mode not in ("step", "search"):
+        raise SettingError(f"NVCC_PLUS_GPU_LEASE={mode!r} is not one of step, search")
+    return mode
+
+
+@contextmanager
+def assign(*, deadline: float | None = None, devices: list[Device] | None = None):
+    """Choose the GPU this thread's search runs on, without holding it: each GPU step holds it
+    (:func:`gpu_step`), waiting at most until ``deadline``. Yields the :class:`Device`.
+    Raises :class:`NoDevice` when there is none."""
+    global _LAST
+    held = current()
+    if held is not None:
+        yield held
+        return
+    devs = devices if devices is not None else allowed_devices()
+    if not devs:
+        raise NoDevice("no GPU to take")
+    dev = order(devs, _LAST)[0]
+    _local.device, _local.deadline = dev, deadline
+    with _HELD_LOCK:
+        _HELD[dev.ordinal] = _HELD.get(dev.ordinal, 0) + 1
+    switched = _LAST is not None and _LAST != dev
+    _LAST = dev
+    try:
+        if switched:
+            _close_idle_workers()
+        yield dev
+    finally:
+        _local.device = _local.deadline = None
+        with _HELD_LOCK:
+            _HELD[dev.ordinal] -= 1
+
+
+STEP_KINDS = {"check": fcntl.LOCK_SH, "sanitize": fcntl.LOCK_SH, "time": fcntl.LOCK_EX}
+
+
+@contextmanager
+def gpu_step(gpu: str, kind: str):
+    """Hold GPU ``gpu`` (its UUID) for one step: ``check`` and ``sanitize`` share it with other
+    compilations' checks, ``time`` holds it alone. A no-op inside another step of this thread
+    or under a whole-search lease of that GPU. Waits until the search's deadline (:func:`assign`);
+    the wait and the holding are recorded (superopt.judge.phases: ``gpu_wait``, ``lease``)."""
+    from superopt.judge.phases import phase
+    how = STEP_KINDS[kind]
+    if getattr(_local, "step", None) is not None or getattr(_local, "leased_uuid", None) == gpu:
+        if how == fcntl.LOCK_EX and getattr(_local, "step", None) == fcntl.LOCK_SH:
+            raise RuntimeError(f"a {kind} step inside a shared GPU step would deadlock")
+        yield
+        return
+    deadline = getattr(_local, "deadline", None)
+    with phase("gpu_wait"):
+        turn = open_private(lock_path(f"{gpu}-turnstile"), os.O_RDWR | os.O_CREAT)
+        try:
+            main = open_private(lock_path(gpu), os.O_RDWR | os.O_CREAT)
+            try:
+                _flock_until(turn, fcntl.LOCK_EX, deadline)
+                _flock_until(main, how, deadline)
+            except BaseException:
+                os.close(main)
+                raise
+        finally:
+            os.close(turn)            # closing drops the turnstile: the next step may queue
+    _local.step = how
+    try:
+        with phase("lease"):
+            yield
+    finally:
+        _local.step = None
+        release(main)
 
 
 @contextmanager
@@ -240,8 +351,10 @@ def lease(*, deadline: float | None = None, devices: list[Device] | None = None)
         yield held
         return
     devs = devices if devices is not None else allowed_devices()
-    dev, fd = acquire(devs, deadline=deadline, prefer=_LAST)
-    _local.device = dev
+    with _lease_phase():
+        dev, fd = acquire(devs, deadline=deadline, prefer=_LAST)
+    _local.device, _local.leased_uuid = dev, dev.uuid
+    held_since = time.perf_counter()
     with _HELD_LOCK:
         _HELD[dev.ordinal] = _HELD.get(dev.ordinal, 0) + 1
     switched = _LAST is not None and _LAST != dev
@@ -251,10 +364,18 @@ def lease(*, deadline: float | None = None, devices: list[Device] | None = None)
             _close_idle_workers()
         yield dev
     finally:
-        _local.device = None
+        _local.device = _local.leased_uuid = None
         with _HELD_LOCK:
             _HELD[dev.ordinal] -= 1
         release(fd)
+        from superopt.judge.phases import current as phases
+        if phases() is not None:
+            phases().add("lease", time.perf_counter() - held_since)
+
+
+def _lease_phase():
+    from superopt.judge.phases import phase
+    return phase("gpu_wait")
 
 
 def held_ordinals() -> set[int]:
@@ -277,4 +398,5 @@ def default_ordinal() -> int:
     dev = current()
     if dev is not None:
         return dev.ordinal
-    return int(os.environ.get("SUPEROPT_GPU_DEVICE", "0"))
+    from superopt.config.settings import env_number
+    return env_number("SUPEROPT_GPU_DEVICE", 0, minimum=0, integer=True)

@@ -2,11 +2,10 @@
 the timer and compute-sanitizer, as :class:`superopt.judge.protocol.Judge` describes them."""
 from __future__ import annotations
 
-import os
 from contextlib import ExitStack, contextmanager
 
-from superopt.config.settings import env_value
 from superopt.judge.cache import spec_key, text_digest
+from superopt.judge.phases import phase
 from superopt.judge.protocol import Judge
 from superopt.specs.scaled import SCALED_SUFFIX
 
@@ -24,14 +23,14 @@ class BackendJudge(Judge):
         self.timing_reps = timing_reps
         self.backend = self._resolve(backend)
         self._baseline_runs: dict = {}
+        self._timing_inputs: dict = {}          # (baseline, spec) -> the InputSet candidates are timed on
 
     @staticmethod
     def gpu_usable() -> tuple[bool, str]:
         # Cheap test first: a machine without the NVIDIA driver needs no CUDA process started
         # (this runs once per compiled PTX in a build).
         from superopt.judge import devices
-        if not env_value("SUPEROPT_FAKE_GPUS") and \
-                not (os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/dxg")):
+        if not devices.driver_present():
             return False, "no NVIDIA GPU device node on this machine (/dev/nvidiactl)"
         try:
             # Enumerated in this process (no context, no worker started): the worker is started
@@ -55,25 +54,29 @@ class BackendJudge(Judge):
 
     @contextmanager
     def hold(self, deadline: float | None = None):
-        """Hold a free GPU (superopt.judge.devices.lease) for a block: everything judged in it
-        runs on that GPU, and no other compilation's search runs there meanwhile. Yields the
-        Device, or None for a backend that needs no GPU. Re-entrant."""
+        """The GPU a kernel's search runs on (superopt.judge.devices), for a block: everything
+        judged in it runs on that GPU. By default (NVCC_PLUS_GPU_LEASE=step) the GPU is only
+        *assigned*: each GPU step holds it (checks shared with other compilations, timing
+        alone) and waits for it at most until ``deadline``; with ``search`` it is leased for
+        the whole block. Yields the Device, or None for a backend that needs no GPU. Re-entrant."""
         if self.backend != "gpu":
             yield None
             return
         from superopt.judge import devices
-        with devices.lease(deadline=deadline) as dev:
+        take = devices.lease if devices.lease_mode() == "search" else devices.assign
+        with take(deadline=deadline) as dev:
             yield dev
 
     @contextmanager
     def _on_gpu(self):
-        """hold() for one call of verify/time/sanitize; with no GPU to lease the call goes on
-        and its backend answers "could not judge" as it always did."""
+        """A GPU for one call of verify/time/sanitize outside a search's hold(): assigned as a
+        search would be (the steps inside hold it); with no GPU the call goes on and its backend
+        answers "could not judge" as it always did."""
         from superopt.judge import devices
         with ExitStack() as held:
             if self.backend == "gpu" and devices.current() is None:
                 try:
-                    held.enter_context(devices.lease())
+                    held.enter_context(devices.assign())
                 except devices.NoDevice:
                     pass
             yield
@@ -96,7 +99,7 @@ class BackendJudge(Judge):
         inputs for the next candidate, since its evidence shows input values. ``fresh``: a
         check on inputs drawn for this call alone (the search does that before keeping a
         candidate)."""
-        with self._on_gpu():
+        with self._on_gpu(), phase("check"):
             return self._verify(base_ptx, cand_ptx, spec, fresh=fresh)
 
     def _verify(self, base_ptx: str, cand_ptx: str, spec, *, fresh: bool):
@@ -130,16 +133,39 @@ class BackendJudge(Judge):
 
     def sanitize(self, base_ptx: str, cand_ptx: str, spec, tools):
         """compute-sanitizer on baseline and candidate (see superopt.judge.sanitize); GPU only."""
-        from superopt.judge.sanitize import SanitizerResult, sanitize_pair
+        from superopt.judge.sanitize import SanitizerResult, sanitize_pair, sanitizer_tools
         if self.backend != "gpu":
             return SanitizerResult("unavailable", "compute-sanitizer needs the GPU backend")
-        with self._on_gpu():
-            return sanitize_pair(base_ptx, cand_ptx, spec, tools=tuple(tools))
+        tools, skipped = sanitizer_tools(base_ptx, cand_ptx, spec, tuple(tools))
+        if not tools:
+            return SanitizerResult("clean", "no compute-sanitizer tool applies ("
+                                   + "; ".join(f"{t}: {why}" for t, why in skipped.items()) + ")", skipped=skipped)
+        with self._on_gpu(), phase("sanitize"):
+            res = sanitize_pair(base_ptx, cand_ptx, spec, tools=tools)
+        res.skipped = skipped
+        return res
 
     def time(self, base_ptx: str, cand_ptx: str, spec, *, fresh: bool = True):
-        """Timing holds a GPU's lock (the search's lease, else one taken for this call):
-        concurrent compilations (make -j) never use a GPU while another times on it.
-        Every call is a new measurement (``fresh`` is for wrappers that cache)."""
+        """Timing holds the GPU alone (superopt.judge.devices.gpu_step): concurrent compilations
+        (make -j) never use a GPU while another times on it. Every call is a new measurement;
+        the candidates of one baseline (``fresh=False``) are timed on one input set made once
+        (at captured sizes making it costs more than the timing), a confirmation
+        (``fresh=True``) on inputs of its own."""
+        from superopt.judge.inputs import fresh_seed, make_input_set
         from superopt.judge.timing import time_pair
-        with self._on_gpu():
-            return time_pair(base_ptx, cand_ptx, spec, backend=self.backend, reps=self.timing_reps)
+        with self._on_gpu(), phase("timing"):
+            inputs = None
+            if not fresh and self.backend == "gpu":
+                key = (text_digest(base_ptx), spec_key(spec))
+                inputs = self._timing_inputs.get(key)
+                if inputs is None:
+                    try:
+                        inputs = make_input_set(spec, fresh_seed(), 0)
+                    except Exception:  # noqa: BLE001 - time_pair makes its own and reports why it cannot
+                        inputs = None
+                    else:
+                        if any(k[0] != key[0] for k in self._timing_inputs):
+                            self._timing_inputs = {}        # one kernel at a time: bounded memory
+                        self._timing_inputs[key] = inputs
+            return time_pair(base_ptx, cand_ptx, spec, backend=self.backend, reps=self.timing_reps,
+                             inputs=inputs)

@@ -5,12 +5,17 @@ that ptxas undoes (or that spills) shows up here before any GPU time is spent.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
 import subprocess
 import tempfile
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
+
+from superopt.judge.phases import measured
 
 
 @dataclass
@@ -53,12 +58,85 @@ def sass_arch(target: str) -> str:
     return "sm_" + t.split("_", 1)[1] if t.startswith("compute_") else t
 
 
+_VERSIONS: dict = {}
+
+
 def ptxas_version() -> str:
-    out = subprocess.run([find_ptxas(), "--version"], capture_output=True, text=True)
+    """ptxas's version line (part of every cache key). Asked once per ptxas binary and
+    remembered in the cache folder by the binary's path, size and time: a build of many files
+    starts no ptxas process per file to learn it."""
+    import json
+    path = os.path.realpath(find_ptxas())
+    try:
+        st = os.stat(path)
+        stamp = f"{path}|{st.st_size}|{st.st_mtime_ns}"
+        # a wrapper script's stamp says nothing of the ptxas it runs: asked every time
+        remember = st.st_size >= 1 << 16
+    except OSError:
+        stamp, remember = path, False
+    if stamp in _VERSIONS:
+        return _VERSIONS[stamp]
+    if not remember:
+        _VERSIONS[stamp] = _ask_version(path)
+        return _VERSIONS[stamp]
+    from superopt.store.cache import atomic_write_text, default_cache_dir
+    memo = default_cache_dir() / "tool-versions.json"
+    try:
+        known = json.loads(memo.read_text()) if memo.is_file() and memo.stat().st_size < 1 << 16 else {}
+        known = known if isinstance(known, dict) else {}
+    except (OSError, ValueError):
+        known = {}
+    version = known.get(stamp)
+    if not isinstance(version, str):
+        version = _ask_version(path)
+        if version != "unknown":
+            try:
+                atomic_write_text(memo, json.dumps({**known, stamp: version}, indent=1))
+            except OSError:
+                pass                      # remembered for this process only
+    _VERSIONS[stamp] = version
+    return version
+
+
+def _ask_version(path: str) -> str:
+    out = subprocess.run([path, "--version"], capture_output=True, text=True)
     lines = [line for line in out.stdout.splitlines() if line.strip()]
-    return lines[-1] if lines else "unknown"
+    return lines[-1] if out.returncode == 0 and lines else "unknown"
 
 
+# The machine code ptxas made for recent modules, by (PTX text, SASS arch): the GPU backend
+# loads a candidate from it instead of having the driver compile the PTX again on every check
+# and timing (hundreds of milliseconds each, while the GPU is held). It is also the code the
+# build ships: nvcc's replay assembles the same PTX with the same ptxas.
+_CUBINS: "OrderedDict[tuple[str, str], bytes]" = OrderedDict()
+_CUBINS_LOCK = threading.Lock()
+CUBIN_CACHE = 64
+
+
+def _cubin_key(ptx: str, arch: str) -> tuple[str, str]:
+    return hashlib.sha256(ptx.encode()).hexdigest(), sass_arch(arch)
+
+
+def cached_cubin(ptx: str, archs) -> bytes | None:
+    """The cubin run_ptxas made of ``ptx`` for one of ``archs`` (``sm_90``, ``sm_90a``), if kept."""
+    digest = hashlib.sha256(ptx.encode()).hexdigest()
+    with _CUBINS_LOCK:
+        for arch in archs:
+            found = _CUBINS.get((digest, arch))
+            if found is not None:
+                _CUBINS.move_to_end((digest, arch))
+                return found
+    return None
+
+
+def _remember_cubin(ptx: str, arch: str, cubin: bytes) -> None:
+    with _CUBINS_LOCK:
+        _CUBINS[_cubin_key(ptx, arch)] = cubin
+        while len(_CUBINS) > CUBIN_CACHE:
+            _CUBINS.popitem(last=False)
+
+
+@measured("ptxas")
 def run_ptxas(ptx: str, arch: str, *, extra: list[str] | None = None, keep_cubin: bool = False,
               relocatable: bool = False, timeout: float = 120) -> PtxasResult:
     with tempfile.TemporaryDirectory(prefix="nvcc-plus-ptxas-") as tmp:
@@ -80,6 +158,8 @@ def run_ptxas(ptx: str, arch: str, *, extra: list[str] | None = None, keep_cubin
             if keep_cubin:
                 with open(out, "rb") as fh:
                     result.cubin = fh.read()
+                if not extra and not relocatable:
+                    _remember_cubin(ptx, arch, result.cubin)
         return result
 
 

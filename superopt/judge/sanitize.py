@@ -66,14 +66,38 @@ class SanitizerResult:
     reason: str
     runs: dict = field(default_factory=dict)    # tool -> {"baseline": ToolRun, "candidate": ToolRun}
     seconds: float = 0.0
+    skipped: dict = field(default_factory=dict)  # tool -> why it was not run (sanitizer_tools)
 
     @property
     def rejected(self) -> bool:
         return self.status == "rejected"
 
     def to_dict(self) -> dict:
-        return {"status": self.status, "reason": self.reason, "seconds": round(self.seconds, 2),
-                "runs": {t: {k: asdict(v) for k, v in r.items()} for t, r in self.runs.items()}}
+        out = {"status": self.status, "reason": self.reason, "seconds": round(self.seconds, 2),
+               "runs": {t: {k: asdict(v) for k, v in r.items()} for t, r in self.runs.items()}}
+        if self.skipped:
+            out["skipped"] = dict(self.skipped)
+        return out
+
+
+# What a tool can find only where the code has it: a run of the tool on code without it costs
+# two instrumented launches (seconds) and cannot report anything.
+NEEDS = {"racecheck": ("shared memory", lambda text: ".shared" in text),
+         "synccheck": ("barriers", lambda text: "bar." in text or "barrier." in text)}
+
+
+def sanitizer_tools(baseline_ptx: str, candidate_ptx: str, spec, tools) -> tuple[tuple, dict]:
+    """(the tools worth running on this pair, {tool: why it was left out})."""
+    dynamic_shared = int(getattr(spec, "shared_bytes", 0) or 0) > 0
+    keep, skipped = [], {}
+    for tool in tools:
+        need = NEEDS.get(tool)
+        if need and not (need[1](baseline_ptx) or need[1](candidate_ptx)
+                         or (tool == "racecheck" and dynamic_shared)):
+            skipped[tool] = f"neither nvcc's code nor the candidate uses {need[0]}"
+        else:
+            keep.append(tool)
+    return tuple(keep), skipped
 
 
 def parse_log(text: str, tool: str) -> ToolRun:
@@ -140,14 +164,19 @@ def sanitize_pair(baseline_ptx: str, candidate_ptx: str, spec, *, tools=TOOLS, s
     inputs = make_input_set(spec, seed, 2, scalars=variants[-1])
     runs: dict[str, dict[str, ToolRun]] = {}
     for tool in tools:
+        # The candidate first: when it has no error, nvcc's code cannot have fewer, and its run
+        # (half of the cost: a process under the tool) is not needed.
+        c = run_under(tool, candidate_ptx, spec, inputs, sanitizer=sanitizer, timeout=timeout)
+        if c.status == "ok" and c.errors == 0:
+            runs[tool] = {"candidate": c,
+                          "baseline": ToolRun("not-run", 0, "not needed: the candidate has no error")}
+            continue
         b = run_under(tool, baseline_ptx, spec, inputs, sanitizer=sanitizer, timeout=timeout)
+        runs[tool] = {"baseline": b, "candidate": c}
         if b.status != "ok":
             # e.g. a sandbox where the sanitizer cannot attach to the device: not the candidate's fault
-            runs[tool] = {"baseline": b}
             return SanitizerResult("unavailable", f"{tool} could not run nvcc's code: {b.detail}", runs,
                                    time.monotonic() - t0)
-        c = run_under(tool, candidate_ptx, spec, inputs, sanitizer=sanitizer, timeout=timeout)
-        runs[tool] = {"baseline": b, "candidate": c}
         if c.status != "ok":
             return SanitizerResult("not-judged", f"{tool} could not run the candidate: {c.detail}", runs,
                                    time.monotonic() - t0)

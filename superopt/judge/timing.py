@@ -35,7 +35,7 @@ from typing import Union
 import numpy as np
 
 from superopt.judge.backends.base import Backend, BackendUnavailable, get_backend
-from superopt.judge.inputs import fresh_seed, make_input_set
+from superopt.judge.inputs import InputSet, fresh_seed, make_input_set
 from superopt.specs.launch_spec import LaunchSpec
 
 __all__ = ["Stats", "TimingResult", "time_pair", "NoGPU", "bytes_moved", "decide", "slower_than"]
@@ -182,11 +182,13 @@ def slower_than(a: Stats, b: Stats, ci: tuple) -> tuple[bool, str]:
 def time_pair(baseline_ptx: str, candidate_ptx: str, spec: LaunchSpec, *,
               backend: Union[str, Backend] = "gpu", reps: int = 100, warmup: int = 10, flush_l2: bool = True,
               min_gain: float = 0.0, seed: int | None = None, max_seconds: float = 20.0,
-              require_gpu: bool = False) -> TimingResult:
+              require_gpu: bool = False, inputs: InputSet | None = None) -> TimingResult:
     """Time candidate against baseline (interleaved, L2 flushed) and decide "faster".
 
     Only meaningful for a candidate the differential check accepted. ``require_gpu``
-    raises :class:`NoGPU` instead of returning a ``no_gpu`` result.
+    raises :class:`NoGPU` instead of returning a ``no_gpu`` result. ``inputs``: the input set
+    to time on (a search times its candidates on one, made once: at a program's captured sizes
+    making it takes longer than the timing); by default one made from ``seed``.
     """
     t0 = time.monotonic()
     seed = fresh_seed() if seed is None else seed
@@ -206,7 +208,10 @@ def time_pair(baseline_ptx: str, candidate_ptx: str, spec: LaunchSpec, *,
     ok, why = be.available()
     if not ok:
         return no_gpu(why)
-    inputs = make_input_set(spec, seed, 0)
+    if inputs is None:
+        inputs = make_input_set(spec, seed, 0)
+    else:
+        seed = inputs.seed if getattr(inputs, "seed", None) is not None else seed
     res = TimingResult(status="error", faster=False, reason="", reps=reps, flush_l2=flush_l2,
                        device=be.describe(), seed=seed)
     try:

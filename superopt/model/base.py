@@ -157,3 +157,11 @@ def make_backend(cfg: ModelConfig | None = None) -> ModelBackend | None:
         from superopt.model.local import LocalBackend
         return LocalBackend(cfg.local)
     return None
+
+
+def model_identity(env=None) -> str | None:
+    """A short text naming the configured model, for decision-cache keys (None: no model)."""
+    cfg = ModelConfig.from_env(env)
+    if not cfg.enabled:
+        return None
+    return f"model:{cfg.url or cfg.local}:{cfg.model or ''}:{','.join(cfg.modes)}"

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 import ptx_ir
 from ptx_ir.printer import emit_function
 from superopt.search.candidates import Candidate, PlanDidNotApply, apply_plan, text_hash
-from superopt.model.base import Completion, Constraint, ModelBackend, ModelConfig, ModelError, make_backend
+from superopt.model.base import Completion, Constraint, ModelBackend, ModelConfig, ModelError, make_backend, model_identity  # noqa: F401
 from superopt.model.prompt import Attempt, KernelContext, build_messages, prompt_hash
 from superopt.search.proposer import ProposalContext
 
@@ -315,14 +315,6 @@ def proposer_from_env(env=None) -> ModelProposer | None:
     if key not in _BACKENDS:
         _BACKENDS[key] = make_backend(cfg)
     return ModelProposer(_BACKENDS[key], ProposerOptions.from_config(cfg))
-
-
-def model_identity(env=None) -> str | None:
-    """A short text naming the configured model, for decision-cache keys (None: no model)."""
-    cfg = ModelConfig.from_env(env)
-    if not cfg.enabled:
-        return None
-    return f"model:{cfg.url or cfg.local}:{cfg.model or ''}:{','.join(cfg.modes)}"
 
 
 def search_with_model(module, kernel: str, specs: list | None, *, target: str, options, judge,

@@ -48,6 +48,7 @@ import importlib
 import importlib.util
 import itertools
 import pkgutil
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -113,6 +114,21 @@ def register(*, name: str, summary: str, assumes: str, params: dict | None = Non
                                    source or func.__module__, order, dict(launch_params or {}), carries_code)
         return func
     return wrap
+
+
+_DECLARED = re.compile(r"@register\(\s*name=\"([^\"]+)\"")
+
+
+def declared_names() -> list[str]:
+    """The names the built-in pass files register, read from their text without importing
+    them (importing every pass costs a GPU-less build more than the rest of its work).
+    ``tests/test_layout.py`` checks this against the registry."""
+    names = []
+    for info in pkgutil.iter_modules(__path__):
+        if not info.name.startswith("_"):
+            text = (Path(__path__[0]) / f"{info.name}.py").read_text()
+            names += _DECLARED.findall(text)
+    return sorted(names)
 
 
 def _load_builtin() -> None:

@@ -93,7 +93,8 @@ def kernel_search_options(options: SearchOptions, choice, deadline, share=None) 
         out = replace(out, launches=choice.launches)
     left = time_left(deadline)
     if left is not None:
-        out = replace(out, budget_s=max(0.0, min(out.budget_s, left - MIN_SEARCH_S)))
+        room = max(0.0, left - MIN_SEARCH_S)
+        out = replace(out, budget_s=min(out.budget_s, room), wall_limit_s=room)
     return out
 
 

@@ -153,13 +153,15 @@ def run_search(payload: dict) -> dict:
     module = ptx_ir.parse(payload["ptx"])
     kernel = payload["kernel"]
     hold = getattr(judge, "hold", None)
-    with (hold(deadline) if hold else _nothing()) as device:
+    from superopt.judge.phases import recording
+    with recording() as phases, (hold(deadline) if hold else _nothing()) as device:
         model = judge_model(judge)
         kr, winner, chosen_index, tried = search_choices(
             module, kernel, payload["choices"], options=options, deadline=deadline, share=payload.get("share"),
             judge=judge, target=payload["target"])
         if device is not None:
             kr["device"] = {"name": device.name, "uuid": device.uuid, "ordinal": device.ordinal}
+    kr["phases"] = phases.to_dict()
     plan = ptx_hash = None
     if winner is not None:
         from superopt.search.candidates import apply_plan

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ from typing import Sequence
 
 import ptx_ir
 from superopt.judge.cache import CachingJudge
+from superopt.judge.phases import in_context, phase
 from superopt.judge.protocol import Judge
 from superopt.judge.ptxas import run_ptxas
 from superopt.search.candidates import Candidate, make_candidate, text_hash
@@ -118,7 +120,7 @@ def _set_verdict_fate(entry: dict, verdict, prefix: str = "") -> bool:
 
 
 def evaluate(candidate: Candidate, baseline_ptx: str, specs: list, judge: Judge, target: str,
-             seen_code: dict | None = None) -> dict:
+             seen_code: dict | None = None, static=None) -> dict:
     """Run one candidate through ptxas, the check on every launch shape of ``specs`` and timing
     (on the first shape); return its record entry.
 
@@ -129,9 +131,11 @@ def evaluate(candidate: Candidate, baseline_ptx: str, specs: list, judge: Judge,
     check on fresh inputs).
 
     ``seen_code`` (cubin hash -> who made it, the baseline included) skips candidates that
-    ptxas turns into machine code already judged: their fate is ``same-code``."""
+    ptxas turns into machine code already judged: their fate is ``same-code``. ``static``:
+    ptxas's result when it ran ahead (:class:`PtxasAhead`)."""
     entry = rec.candidate_entry(candidate)
-    static = run_ptxas(candidate.ptx, target, keep_cubin=seen_code is not None)
+    if static is None:
+        static = run_ptxas(candidate.ptx, target, keep_cubin=seen_code is not None)
     if not static.ok:
         entry.update(fate=Fate.REJECTED_PTXAS, reason=_first_error(static.log))
         return entry
@@ -321,38 +325,83 @@ class _Search:
         self.entries: list[dict] = record["candidates"]
         self.by_id: dict[str, Candidate] = {}
         self.seen_code: dict[str, str] = {}
+        self.at_roofline: str | None = None      # why the rest is not judged (see _note_roofline)
+        self.waited0 = self._waited()
 
     def elapsed(self) -> float:
-        return time.monotonic() - self.started
+        """The search's own time: wall time less what it spent waiting for the GPU while other
+        compilations used it (waiting is not searching; the wall limit below bounds it)."""
+        return time.monotonic() - self.started - (self._waited() - self.waited0)
 
-    def run_one(self, cand: Candidate) -> dict:
+    def _waited(self) -> float:
+        from superopt.judge.phases import current
+        phases = current()
+        return phases.get("gpu_wait") if phases is not None else 0.0
+
+    def over_budget(self, share: float = 1.0) -> bool:
+        """Past ``share`` of the per-kernel budget, or past the wall-clock limit the compilation's
+        deadline leaves (``SearchOptions.wall_limit_s``)."""
+        limit = self.options.wall_limit_s
+        return self.elapsed() > self.options.budget_s * share or \
+            (limit is not None and time.monotonic() - self.started > limit)
+
+    def run_one(self, cand: Candidate, static=None) -> dict:
+        if self.at_roofline:
+            e = rec.candidate_entry(cand)
+            e.update(fate=Fate.SKIPPED_ROOFLINE, reason=self.at_roofline)
+            self.entries.append(e)
+            return e
         try:
-            e = evaluate(cand, self.baseline_ptx, self.specs, self.judge, self.target, self.seen_code)
+            e = evaluate(cand, self.baseline_ptx, self.specs, self.judge, self.target, self.seen_code, static=static)
         except Exception as exc:
             e = rec.candidate_entry(cand)
             e.update(fate=Fate.ERROR, reason=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=5))
         self.entries.append(e)
         self.by_id[e["id"]] = cand
+        self._note_roofline(e)
         return e
+
+    def _note_roofline(self, entry: dict) -> None:
+        """Stop judging once a timing shows nvcc's code moving its buffers at ROOFLINE_SHARE of
+        the measured peak: no rewrite of the same work can gain more than the rest."""
+        t = entry.get("timing") or {}
+        rate, peak = (t.get("implied_bytes_per_s") or {}).get("baseline"), t.get("peak_bytes_per_s")
+        if t.get("status") == "ok" and rate and peak and rate >= ROOFLINE_SHARE * peak and not self.at_roofline:
+            self.at_roofline = (f"not judged: nvcc's code already moves its buffers at {100 * rate / peak:.0f}% of "
+                                f"the measured peak bandwidth ({rate / 1e9:.0f} of {peak / 1e9:.0f} GB/s), so no "
+                                f"rewrite of the same work gains more than {100 * (peak / rate - 1):.0f}%")
+            self.record["notes"] = list(self.record.get("notes") or []) + [self.at_roofline.removeprefix("not judged: ")]
 
     def stage(self, proposer: Proposer, context: ProposalContext) -> None:
         budget = self.options.budget_s
         deferred = []
-        # 1. the proposer's candidates; within the search budget only the first part of it
+        # 1. the proposer's candidates; within the search budget only the first part of it.
+        # The rule passes' candidates are all made first, so that ptxas assembles the next
+        # ones while the current one is judged (PtxasAhead).
+        ahead = None
         try:
-            for cand in proposer.propose(self.module, self.kernel, context):
-                if not proposer.own_budget and self.elapsed() > budget * SINGLES_SHARE:
+            if proposer.own_budget:
+                proposed = proposer.propose(self.module, self.kernel, context)
+            else:
+                with phase("propose"):
+                    proposed = list(proposer.propose(self.module, self.kernel, context))
+                ahead = PtxasAhead(self.target, proposed)
+            for i, cand in enumerate(_timed_proposals(proposed, proposer.own_budget)):
+                if not proposer.own_budget and self.over_budget(SINGLES_SHARE):
                     deferred.append(cand)
                 else:
-                    context.remember(cand, self.run_one(cand))
+                    context.remember(cand, self.run_one(cand, ahead.result(i) if ahead else None))
         except Exception as exc:   # a broken proposer must not stop the search
             context.notes.append(f"proposer {proposer.name} raised: {type(exc).__name__}: {exc}")
+        finally:
+            if ahead is not None:
+                ahead.close()
         # 2. greedy combination of the passes whose single candidates won
         _combine(self.module, self.kernel, self.entries, self.by_id, self.judge, self.run_one,
-                 lambda: self.elapsed() <= budget)
+                 lambda: not self.over_budget() and not self.at_roofline)
         # 3. what was deferred, while the budget lasts
         for cand in deferred:
-            if self.elapsed() > budget:
+            if self.over_budget():
                 e = rec.candidate_entry(cand)
                 e.update(fate=Fate.SKIPPED_BUDGET, reason=f"per-kernel budget of {budget:g} s used up")
                 self.entries.append(e)
@@ -365,6 +414,59 @@ class _Search:
         _choose(seen["candidates"], self.by_id, self.judge, self.options, self.kernel, seen,
                 self.baseline_ptx, self.specs)
         return seen
+
+
+# nvcc's code at this share of the measured peak bandwidth (useful bytes of its buffers) leaves
+# at most 11% to gain: the search stops there.
+ROOFLINE_SHARE = 0.9
+
+
+def _timed_proposals(proposed, own_budget: bool):
+    """The candidates of a proposer; a proposer that yields them as it goes (the model) has the
+    time it takes between them counted as proposing."""
+    if not own_budget:
+        yield from proposed
+        return
+    it = iter(proposed)
+    while True:
+        with phase("propose"):
+            try:
+                cand = next(it)
+            except StopIteration:
+                return
+        yield cand
+
+
+class PtxasAhead:
+    """ptxas on the next candidates while the current one is judged: assembly (a process per
+    candidate, hundreds of ms) runs on the host's other cores and overlaps the GPU steps of the
+    candidate before it, so the GPU does not wait for the host between candidates. At most
+    ``window`` runs are ahead of the judge (a search cut by its budget wastes little)."""
+
+    WORKERS = max(1, min(4, (os.cpu_count() or 2) // 2))
+
+    def __init__(self, target: str, candidates: list, window: int | None = None):
+        from concurrent.futures import ThreadPoolExecutor
+        self.target, self.candidates = target, candidates
+        self.window = window or 2 * self.WORKERS
+        self.pool = ThreadPoolExecutor(self.WORKERS, thread_name_prefix="superopt-ptxas")
+        self.futures: dict[int, object] = {}
+        self._feed(0)
+
+    def _feed(self, start: int) -> None:
+        for i in range(start, min(len(self.candidates), start + self.window)):
+            if i not in self.futures:
+                self.futures[i] = self.pool.submit(in_context(run_ptxas), self.candidates[i].ptx, self.target,
+                                                   keep_cubin=True)
+
+    def result(self, i: int):
+        """ptxas's result for candidate ``i`` (and the next ones started)."""
+        self._feed(i + 1)
+        future = self.futures.pop(i, None)
+        return future.result() if future is not None else None
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
 
 
 # Singles may use this share of the per-kernel budget; the rest is kept for combinations,
@@ -457,6 +559,11 @@ def _emulator_shadow(judge: Judge, options: SearchOptions, baseline_ptx: str, ca
     if the emulator rejects it; "could not judge" there leaves the GPU's verdict."""
     if getattr(judge, "backend", None) != "gpu":
         return True
+    with phase("shadow"):
+        return _shadow_check(options, baseline_ptx, cand, specs, entry)
+
+
+def _shadow_check(options: SearchOptions, baseline_ptx: str, cand: Candidate, specs: list, entry: dict) -> bool:
     small = _smallest_spec(specs)
     if small is None:
         return True

@@ -17,6 +17,7 @@ class SearchOptions:
     no_gpu: str = "locked"                  # locked | estimate
     passes: list[str] | None = None         # None: every registered pass
     extra_params: dict = field(default_factory=dict)   # pass -> params forced (e.g. block size)
+    wall_limit_s: float | None = None       # wall clock the compilation's deadline leaves the search
     check_sets: int = 4
     timing_reps: int = 60
     # compute-sanitizer tools run on the candidate to keep (GPU only; empty: none)
@@ -29,7 +30,7 @@ class SearchOptions:
 def search_options(settings: Settings) -> SearchOptions:
     """The search options of a run (flag > environment > nvcc-plus.toml > default, as the
     settings resolved them); a value nvcc-plus does not accept is a :class:`SettingError`."""
-    from superopt.judge.check import Policy
+    from superopt.judge.policy import Policy
     opts = SearchOptions()
     budget = settings.raw("NVCC_PLUS_BUDGET")
     if budget is not None:

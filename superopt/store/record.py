@@ -31,6 +31,7 @@ class Fate(enum.StrEnum):
     WINNER = "winner"                      # kept: measured
     ESTIMATE_WINNER = "estimate-winner"    # kept: by the static estimate (no GPU)
     SKIPPED_BUDGET = "skipped-budget"      # never judged: the budget was used up
+    SKIPPED_ROOFLINE = "skipped-roofline"  # never judged: nvcc's code already runs near the memory roofline
     ERROR = "error"                        # the search raised while judging it
 
 

@@ -105,3 +105,24 @@ def test_real_sanitizer_finds_a_planted_overrun_and_race():
     assert r.rejected and "memcheck" in r.reason, r.to_dict()
     r = sanitize_pair(base, race, SPEC, tools=("racecheck",))
     assert r.rejected and "racecheck" in r.reason, r.to_dict()
+
+
+def test_a_clean_candidate_spares_nvcc_codes_run(fake_sanitizer, monkeypatch):
+    """The candidate runs first; with no error in it nvcc's code cannot have fewer, so its run
+    (a second process under the tool) is skipped and the record says so."""
+    import superopt.judge.sanitize as san
+    ran = []
+    real = san.run_under
+
+    def counting(tool, ptx_text, *a, **kw):
+        ran.append((tool, "candidate" if ptx_text != BASE else "baseline"))
+        return real(tool, ptx_text, *a, **kw)
+
+    monkeypatch.setattr(san, "run_under", counting)
+    r = sanitize_pair(BASE, fake_ptx("nan_payload"), SPEC, sanitizer=fake_sanitizer, timeout=30)
+    assert r.status == "clean" and ran == [("memcheck", "candidate"), ("racecheck", "candidate")]
+    assert r.runs["memcheck"]["baseline"].status == "not-run" and "not needed" in r.runs["memcheck"]["baseline"].detail
+    ran.clear()
+    r = sanitize_pair(BASE, fake_ptx("baseline") + "\n// plant: memcheck\n", SPEC, sanitizer=fake_sanitizer,
+                      timeout=30)
+    assert r.rejected and ran == [("memcheck", "candidate"), ("memcheck", "baseline")]

@@ -90,7 +90,7 @@ def test_added_maxntid_without_an_explicit_or_captured_spec_is_refused(tmp_path,
 def test_tampered_cache_entry_is_refused_and_named(tmp_path, env):
     env.setenv("NVCC_PLUS_LOCKFILE", str(tmp_path / "absent.lock"))
     from superopt.judge.ptxas import ptxas_version
-    from superopt.model.proposer import model_identity
+    from superopt.model.base import model_identity
     module = ptx_ir.parse(BASE)
     from superopt.specs.sources import explicit_specs_key
     tool = ptxas_version() + (f" model={model_identity()}" if model_identity() else "")

@@ -186,8 +186,18 @@ class Worker:
             return None
         return res[1] if len(res) == 2 else res[1:]
 
-    def load(self, ptx: str):
-        """Load PTX with the JIT's error/info log captured. Returns (module, log)."""
+    def load(self, ptx: str, cubin: bytes | None = None):
+        """Load a module with the loader's error/info log captured: ptxas's cubin when the
+        parent sent it (no JIT), else the PTX (the driver compiles it). Returns (module, log).
+        A cubin the driver refuses falls back to the PTX."""
+        if cubin:
+            try:
+                return self._load_image(cubin)
+            except CudaError:
+                pass
+        return self._load_image(ptx.encode() + b"\0")
+
+    def _load_image(self, data: bytes):
         cu = self.cu
         O = cu.CUjit_option
         size = 1 << 16
@@ -196,7 +206,6 @@ class Worker:
         opts = [O.CU_JIT_ERROR_LOG_BUFFER, O.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
                 O.CU_JIT_INFO_LOG_BUFFER, O.CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES]
         vals = [err_buf, size, info_buf, size]
-        data = ptx.encode() + b"\0"
         res = cu.cuModuleLoadDataEx(data, len(opts), opts, vals)
         log = (bytes(err_buf).split(b"\0")[0] + b"\n" + bytes(info_buf).split(b"\0")[0]).decode(errors="replace").strip()
         if int(res[0]) != G_SUCCESS:
@@ -336,7 +345,7 @@ class Worker:
         blobs = _proto.read_blobs(req["blobs"])
         results = [{"status": "not_run", "error": None, "elapsed": None, "buffers": None} for _ in sets]
         try:
-            mod, log = self.load(req["ptx"])
+            mod, log = self.load(req["ptx"], req.get("cubin"))
         except CudaError as e:
             for r in results:
                 r.update(status="launch_error", error=str(e))
@@ -427,8 +436,8 @@ class Worker:
         allocs_all = []
         try:
             fns, argss = [], []
-            for ptx in (req["ptx_a"], req["ptx_b"]):
-                mod, _ = self.load(ptx)
+            for ptx, cubin in ((req["ptx_a"], req.get("cubin_a")), (req["ptx_b"], req.get("cubin_b"))):
+                mod, _ = self.load(ptx, cubin)
                 mods.append(mod)
                 fn = self.function(mod, req["kernel"])
                 if req.get("max_shared"):

@@ -28,6 +28,7 @@ import time
 import numpy as np
 
 from superopt.judge.backends.base import Backend, RunResult, check_guards
+from superopt.judge.phases import measured
 
 __all__ = ["EmulatorBackend"]
 
@@ -105,6 +106,7 @@ class EmulatorBackend(Backend):
                              f"kernel with shared memory or barriers one warp at a time (up to {SERIAL_MAX_WARPS} warps)"),
                 "elapsed": "emulation wall time, not GPU time"}
 
+    @measured("emulator")
     def run_many(self, ptx: str, spec, input_sets: list, *, timeout: float | None = None) -> list[RunResult]:
         from ptx_ir.errors import ParseError
         from superopt.judge.emulator import (Deadlock, KernelFault, LoadedModule, RunTimeout,

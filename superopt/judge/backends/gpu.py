@@ -217,25 +217,48 @@ class GpuBackend(Backend):
         if self._proc is not None:
             self._kill()
             self.restarts += 1
-        self._start()
+        from superopt.judge.phases import phase
+        with phase("worker_start"):
+            self._start()
 
-    def _request(self, msg: dict, timeout: float) -> dict:
-        """Send a request; on timeout or death kill the worker and raise."""
+    def _gpu_uuid(self) -> str:
+        """What names this worker's GPU for the GPU-step locks (superopt.judge.devices)."""
+        got = (self._info or {}).get("uuid")
+        if got:
+            return got
+        from superopt.judge import devices
+        try:
+            return next(d.uuid for d in devices.visible_devices() if d.ordinal == self.device)
+        except (devices.NoDevice, StopIteration):
+            return f"ordinal-{self.device}"
+
+    def _request(self, msg: dict, timeout: float, step: str | None = None) -> dict:
+        """Send a request; on timeout or death kill the worker and raise. ``step``: the GPU step
+        kind it is (``check``, ``time``): the GPU is held for it (superopt.judge.devices.gpu_step),
+        not while the worker starts."""
+        from superopt.judge import devices
+        from superopt.judge.phases import phase
         with self._lock:
             self._ensure()
-            try:
-                _proto.send(self._proc.stdin.fileno(), msg)
-                rep = _proto.recv(self._proc.stdout.fileno(), timeout)
-            except _proto.ProtocolTimeout:
-                self._kill()
-                raise TimeoutError(f"GPU worker gave no answer within {timeout:.0f} s (killed)") from None
-            except (_proto.ProtocolEOF, BrokenPipeError, OSError) as e:
-                tail = self._stderr_tail()
-                self._kill()
-                raise ChildProcessError(f"GPU worker died ({type(e).__name__}){': ' + tail if tail else ''}") from None
-            if rep.get("fatal"):
-                self._kill()         # it exits by itself; do not wait for a slow teardown
-            return rep
+            if step is None:
+                return self._send(msg, timeout)
+            with devices.gpu_step(self._gpu_uuid(), step), phase("gpu_time" if step == "time" else "gpu_check"):
+                return self._send(msg, timeout)
+
+    def _send(self, msg: dict, timeout: float) -> dict:
+        try:
+            _proto.send(self._proc.stdin.fileno(), msg)
+            rep = _proto.recv(self._proc.stdout.fileno(), timeout)
+        except _proto.ProtocolTimeout:
+            self._kill()
+            raise TimeoutError(f"GPU worker gave no answer within {timeout:.0f} s (killed)") from None
+        except (_proto.ProtocolEOF, BrokenPipeError, OSError) as e:
+            tail = self._stderr_tail()
+            self._kill()
+            raise ChildProcessError(f"GPU worker died ({type(e).__name__}){': ' + tail if tail else ''}") from None
+        if rep.get("fatal"):
+            self._kill()         # it exits by itself; do not wait for a slow teardown
+        return rep
 
     # ------------------------------------------------------------------ Backend
     def available(self) -> tuple[bool, str]:
@@ -258,6 +281,19 @@ class GpuBackend(Backend):
                                                       "driver_version", "cuda_bindings")})
         return d
 
+    def _cubin(self, ptx: str) -> bytes | None:
+        """ptxas's machine code of ``ptx`` for this GPU, when the search kept it
+        (superopt.judge.ptxas.cached_cubin): loading it costs milliseconds, the driver's JIT of
+        the PTX hundreds, and the GPU is held meanwhile."""
+        from superopt.judge.ptxas import cached_cubin
+        with self._lock:
+            self._ensure()
+            cc = (self._info or {}).get("cc")
+        if not cc:
+            return None
+        sm = f"sm_{cc[0]}{cc[1]}"
+        return cached_cubin(ptx, (sm, sm + "a"))
+
     def run_many(self, ptx: str, spec: LaunchSpec, input_sets: list[InputSet], *,
                  timeout: float | None = None, guards: bool = True) -> list[RunResult]:
         launch_timeout = float(timeout or DEFAULT_LAUNCH_TIMEOUT)
@@ -269,7 +305,7 @@ class GpuBackend(Backend):
             return [RunResult(status="launch_error", error=f"cannot pack inputs: {e}") for _ in input_sets]
         packed = wire["sets"]
         max_shared = max((p["shared"] for p in packed), default=0)
-        msg = {"op": "run", "ptx": ptx, "kernel": spec.kernel, "timeout": launch_timeout,
+        msg = {"op": "run", "ptx": ptx, "cubin": self._cubin(ptx), "kernel": spec.kernel, "timeout": launch_timeout,
                "scrub_shared": self.scrub_shared, "sets": packed, "blobs": wire["blobs"],
                "max_shared": max_shared if max_shared > 48 * 1024 else 0}
         desc = None
@@ -279,7 +315,7 @@ class GpuBackend(Backend):
             msg["out_file"] = desc["file"] + ".out"
         hard = self.jit_allowance + len(packed) * (launch_timeout + self.grace_per_set)
         try:
-            rep = self._request(msg, hard)
+            rep = self._request(msg, hard, step="check")
             if desc and "results" in rep:
                 _load_file_buffers(rep["results"], msg["out_file"])
         except BackendUnavailable:
@@ -304,17 +340,18 @@ class GpuBackend(Backend):
         wire = pack_sets(spec, [inputs])
         packed = wire["sets"][0]
         desc = _proto.write_blobs(wire["blobs"])
-        msg = {"op": "time", "ptx_a": ptx_a, "ptx_b": ptx_b, "kernel": spec.kernel, "set": packed,
+        msg = {"op": "time", "ptx_a": ptx_a, "ptx_b": ptx_b, "cubin_a": self._cubin(ptx_a),
+               "cubin_b": self._cubin(ptx_b), "kernel": spec.kernel, "set": packed,
                "blobs": desc, "reps": reps, "warmup": warmup, "flush_l2": flush_l2, "max_seconds": max_seconds,
                "max_shared": packed["shared"] if packed["shared"] > 48 * 1024 else 0}
         try:
-            return self._request(msg, JIT_ALLOWANCE + 3 * max_seconds + 30)
+            return self._request(msg, JIT_ALLOWANCE + 3 * max_seconds + 30, step="time")
         finally:
             _proto.remove(desc["file"])
 
     def peak_bandwidth(self) -> dict:
         """Device-to-device copy bandwidth, bytes read + written per second (cached per worker)."""
-        return self._request({"op": "peak"}, 120)
+        return self._request({"op": "peak"}, 120, step="time")
 
     def close(self, wait: float = 5.0) -> None:
         """Ask the worker to exit, wait up to ``wait`` seconds, then kill it."""

@@ -1,0 +1,349 @@
+"""Search economy on one GPU: the whole program benchmark plus a many-kernel project built with
+``make -j`` as a user's build runs, before and after, and where the searches' time went.
+
+    python -m bench.economy.run [--old-tree DIR] [--jobs 8] [--budget S] [--timeout S]
+                                [--modes nvcc,before,after,tune] [--runs 1] [--out FILE]
+
+One scratch project holds every program of ``bench/programs`` and ``bench/economy/manykernels``
+under a top-level Makefile whose targets build each of them (``make -jJOBS`` spreads the
+compilations of all of them over the cores, as ``make -j`` does for a real project; every
+nvcc-plus compilation searches on the one GPU):
+
+* ``nvcc``: plain nvcc;
+* ``before``: nvcc-plus from ``--old-tree`` (the code before this change: a search leases the GPU
+  for its whole duration);
+* ``after``: nvcc-plus from this checkout (the GPU held per GPU step);
+* ``tune``: as ``after``, with each program's capture (``superopt capture`` of its nvcc build):
+  what ``superopt tune`` builds.
+
+Each nvcc-plus mode gets a fresh decision cache and its own report folder. Then every program's
+binary runs ``--runs`` times per mode (its own timer and self-check, the GPU held so no search
+overlaps it). From the captures: the kernels over 1% of a program's GPU time ("worth searching").
+From the records: which kernels were searched (a candidate judged), why the others were not, and
+per mode the phases of every search (``superopt.judge.phases``): GPU-busy and lease seconds. The
+old tree records no phases: its lease is each search's duration and its GPU work is estimated
+from its candidates' check and timing wall times (an upper bound on its GPU-busy time).
+
+Results: ``bench/results/<date>-search-economy-<gpu>.json`` with the top-level numbers
+``gpu_busy_fraction`` (after), ``searched_fraction`` (tune: kernels over 1% searched / all such),
+``tune_build_ratio`` (tune build wall / nvcc build wall), ``throughput_ratio`` (kernels searched
+per build-minute, after / before), and the programs' speedups per mode.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+from bench.programs import run as programs
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+PROJECTS = [*programs.programs(), "manykernels"]
+MODES = ("nvcc", "before", "after", "tune")
+WORTH_SHARE = 0.01
+
+
+def project_dir(name: str) -> Path:
+    return HERE / name if name == "manykernels" else programs.HERE / name
+
+
+def makefile(names: list[str]) -> str:
+    """The top-level Makefile: one target per project; CAPS, when set, is the folder of the
+    projects' captures (``<name>.json``), handed to each project's compilations."""
+    lines = [f"PROJECTS := {' '.join(names)}", "NVCC ?= nvcc", "CAPS ?=", "", "all: $(PROJECTS)", "",
+             "$(PROJECTS):",
+             "\t+cd $@ && $(if $(CAPS),NVCC_PLUS_CAPTURE=$(CAPS)/$@.json) $(MAKE) NVCC=\"$(NVCC)\"", "",
+             ".PHONY: all $(PROJECTS)", ""]
+    return "\n".join(lines)
+
+
+def prepare(work: Path, mode: str) -> Path:
+    dest = work / mode
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    for name in PROJECTS:
+        shutil.copytree(project_dir(name), dest / name, ignore=shutil.ignore_patterns("build", "*.o", name))
+    (dest / "Makefile").write_text(makefile(PROJECTS))
+    return dest
+
+
+def wrapper(work: Path, tree: Path, name: str) -> str:
+    """An nvcc-plus that runs ``tree``'s code (its own PYTHONPATH, whatever is installed)."""
+    w = work / f"nvcc-plus-{name}"
+    w.write_text(f'#!/bin/sh\nPYTHONPATH="{tree}${{PYTHONPATH:+:$PYTHONPATH}}" exec "{sys.executable}" -m nvcc_plus "$@"\n')
+    w.chmod(0o755)
+    return str(w)
+
+
+def build(tree: Path, compiler: str, env: dict, jobs: int, timeout: float, caps: Path | None = None) -> dict:
+    cmd = ["make", f"-j{jobs}", f"NVCC={compiler}"] + ([f"CAPS={caps}"] if caps else [])
+    r = programs.run_cmd(cmd, tree, env, timeout)
+    binaries = {n: str(tree / n / n) for n in PROJECTS if (tree / n / n).is_file()}
+    out = {"wall_s": round(r["seconds"], 2), "rc": r["rc"], "timed_out": r["timed_out"], "binaries": binaries,
+           "nvcc_plus_lines": [ln for ln in r["stderr"].splitlines() if ln.startswith("nvcc-plus")][:60]}
+    if r["rc"] != 0:
+        out["log_tail"] = programs.tail(r["stdout"] + "\n" + r["stderr"], 4000)
+    return out
+
+
+def plus_env(base: dict, work: Path, mode: str, args, nvcc: str) -> dict:
+    env = dict(base)
+    env.update(NVCC_PLUS_BACKEND="gpu", NVCC_PLUS_REAL_NVCC=nvcc)
+    if args.budget is not None:
+        env["NVCC_PLUS_BUDGET"] = str(args.budget)
+    if args.timeout is not None:
+        env["NVCC_PLUS_TIMEOUT"] = str(args.timeout)
+    for var, sub in (("NVCC_PLUS_REPORT_DIR", "records"), ("NVCC_PLUS_CACHE_DIR", "cache")):
+        d = work / sub / mode
+        if d.exists():
+            shutil.rmtree(d)
+        d.mkdir(parents=True)
+        env[var] = str(d)
+    return env
+
+
+# ---------------------------------------------------------------- what the records say
+
+def kernel_records(folder: Path) -> list[dict]:
+    out = []
+    for path in sorted(folder.glob("*.json")):
+        try:
+            doc = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        for k in doc.get("kernels") or []:
+            k = dict(k)
+            k["_source"] = doc.get("source") or ""
+            out.append(k)
+    return out
+
+
+def project_of(source: str) -> str | None:
+    parts = Path(source).parts
+    return next((p for p in parts if p in PROJECTS), None)
+
+
+def searched(k: dict) -> bool:
+    """A kernel was searched when at least one candidate was judged (or a decision measured)."""
+    if k.get("status") == "optimized" and k.get("decision") == "measured":
+        return True
+    return any(c.get("fate") not in (None, "skipped-budget", "skipped-roofline") for c in k.get("candidates") or [])
+
+
+def old_phases(k: dict) -> tuple[float, float]:
+    """(lease, GPU busy upper bound) of a search by the old code: its lease was the whole search;
+    its GPU work at most the checks' and timings' wall times."""
+    busy = 0.0
+    for c in k.get("candidates") or []:
+        for key in ("verdict", "fresh_verdict"):
+            busy += float(((c.get(key) or {}).get("evidence") or {}).get("wall_seconds") or 0)
+        for key in ("timing", "confirmation"):
+            busy += float((c.get(key) or {}).get("wall_seconds") or 0)
+        busy += float((c.get("sanitizer") or {}).get("seconds") or 0)
+    return float(k.get("seconds") or 0), busy
+
+
+def summarize_mode(mode: str, records: list[dict], worth: dict[str, set[str]], build_wall: float) -> dict:
+    kernels = [k for k in records if project_of(k["_source"])]
+    done = [k for k in kernels if searched(k)]
+    lease = busy = wait = 0.0
+    phase_totals: Counter = Counter()
+    exact = True
+    for k in done:
+        ph = k.get("phases")
+        if ph:
+            lease += ph.get("lease_s", 0.0)
+            busy += ph.get("gpu_busy_s", 0.0)
+            wait += ph.get("gpu_wait_s", 0.0)
+            for key, v in ph.items():
+                if key.endswith("_s"):
+                    phase_totals[key] += v
+        else:
+            exact = False
+            l, b = old_phases(k)
+            lease += l
+            busy += b
+    worth_all = {(p, n) for p, names in worth.items() for n in names}
+    by_key = {(project_of(k["_source"]), k["kernel"]): k for k in kernels}
+    worth_done = [key for key in worth_all if key in by_key and searched(by_key[key])]
+    not_searched = Counter(_why(k) for k in kernels if not searched(k))
+    return {
+        "mode": mode, "kernels": len(kernels), "searched": len(done),
+        "worth_searching": len(worth_all), "worth_searched": len(worth_done),
+        "worth_not_searched": sorted(f"{p}:{n}" for p, n in worth_all - set(worth_done)),
+        "not_searched_reasons": dict(not_searched.most_common()),
+        "kept": sum(1 for k in kernels if k.get("status") == "optimized"),
+        "winners": sorted(f"{project_of(k['_source'])}:{k['kernel']}:{k.get('winner')}" for k in kernels
+                          if k.get("status") == "optimized"),
+        "lease_s": round(lease, 3), "gpu_busy_s": round(busy, 3), "gpu_wait_s": round(wait, 3),
+        "gpu_busy_fraction": round(busy / lease, 4) if lease else None,
+        "phases_exact": exact, "phase_totals_s": {k: round(v, 3) for k, v in sorted(phase_totals.items())},
+        "build_wall_s": build_wall,
+        "searched_per_minute": round(len(done) / (build_wall / 60), 3) if build_wall else None,
+    }
+
+
+def _why(k: dict) -> str:
+    reason = str(k.get("reason") or k.get("status") or "?")
+    for cut in (" (", ":", ";"):
+        if cut in reason[12:]:
+            reason = reason[:12 + reason[12:].index(cut)]
+    return reason[:100]
+
+
+def worth_from_captures(caps: Path) -> dict[str, set[str]]:
+    from superopt.specs.capture.format import kernel_share
+    out = {}
+    for name in PROJECTS:
+        path = caps / f"{name}.json"
+        try:
+            share = kernel_share(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            continue
+        out[name] = {k for k, s in share.items() if s >= WORTH_SHARE}
+    return out
+
+
+# ---------------------------------------------------------------- the run
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--old-tree", type=Path, help="a checkout of the code before (for --modes before)")
+    ap.add_argument("--jobs", type=int, default=8)
+    ap.add_argument("--budget", type=float, default=None, help="NVCC_PLUS_BUDGET (default: nvcc-plus's)")
+    ap.add_argument("--timeout", type=float, default=None, help="NVCC_PLUS_TIMEOUT (default: nvcc-plus's)")
+    ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--run-modes", default=None, help="which modes' binaries to run (default: every mode built)")
+    ap.add_argument("--build-timeout", type=float, default=900)
+    ap.add_argument("--run-timeout", type=float, default=120)
+    ap.add_argument("--work", type=Path)
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args(argv)
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    unknown = sorted(set(modes) - set(MODES))
+    if unknown:
+        ap.error(f"unknown mode(s) {unknown} (known: {', '.join(MODES)})")
+    if "before" in modes and not args.old_tree:
+        ap.error("--modes before needs --old-tree")
+    work = args.work or Path(tempfile.mkdtemp(prefix="nvcc-plus-economy-"))
+    work.mkdir(parents=True, exist_ok=True)
+    nvcc = programs.real_nvcc(None)
+    base = {k: v for k, v in os.environ.items() if not k.startswith("NVCC_PLUS_")}
+    base["NVCC_PLUS_REAL_NVCC"] = nvcc
+    superopt = programs._script(work, "superopt", "superopt")
+    gpu = programs.gpu_name()
+    result = {"benchmark": "search-economy", "date": dt.date.today().isoformat(), "gpu": gpu,
+              "commit": programs.commit(), "jobs": args.jobs, "budget": args.budget, "timeout": args.timeout,
+              "projects": PROJECTS, "modes": {}, "programs": {}}
+    caps = work / "caps"
+    builds: dict[str, dict] = {}
+    out = args.out or ROOT / "bench" / "results" / f"{result['date']}-search-economy-{programs.gpu_tag(gpu)}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+
+    def log(msg):
+        print(f"[economy] {msg}", flush=True)
+
+    def save():
+        """Rewritten after every stage: a run cut short keeps what it measured."""
+        result["builds"] = {m: {k: v for k, v in b.items() if k != "binaries"} for m, b in builds.items()}
+        out.write_text(json.dumps(result, indent=1) + "\n")
+
+    if "nvcc" in modes or "tune" in modes:
+        tree = prepare(work, "nvcc")
+        builds["nvcc"] = build(tree, nvcc, base, args.jobs, args.build_timeout)
+        log(f"nvcc build: {builds['nvcc']['wall_s']} s, rc {builds['nvcc']['rc']}")
+        save()
+    if "tune" in modes:
+        caps.mkdir(exist_ok=True)
+        t0 = time.monotonic()
+        for name, binary in builds["nvcc"]["binaries"].items():
+            with programs.gpu_held(args.run_timeout * 2):
+                r = programs.run_cmd([superopt, "capture", "-o", str(caps / f"{name}.json"), "--", binary],
+                                     Path(binary).parent, base, args.run_timeout * 2)
+            if r["rc"] != 0:
+                log(f"capture of {name} failed: {programs.tail(r['stderr'], 300)}")
+        result["capture_s"] = round(time.monotonic() - t0, 2)
+        log(f"captures: {result['capture_s']} s")
+    for mode in ("before", "after", "tune"):
+        if mode not in modes:
+            continue
+        tree = prepare(work, mode)
+        code = args.old_tree.resolve() if mode == "before" else ROOT
+        env = plus_env(base, work, mode, args, nvcc)
+        builds[mode] = build(tree, wrapper(work, code, mode), env, args.jobs, args.build_timeout,
+                             caps if mode == "tune" else None)
+        log(f"{mode} build: {builds[mode]['wall_s']} s, rc {builds[mode]['rc']}")
+        save()
+    worth = worth_from_captures(caps) if caps.is_dir() else {}
+    result["worth_searching"] = {p: sorted(n) for p, n in worth.items()}
+    for mode, b in builds.items():
+        result["modes"][mode] = {"build": {k: v for k, v in b.items() if k != "binaries"}}
+        if mode != "nvcc":
+            recs = kernel_records(work / "records" / mode)
+            result["modes"][mode].update(summarize_mode(mode, recs, worth, b["wall_s"]))
+    save()
+    run_modes = [m for m in builds if m in args.run_modes.split(",")] if args.run_modes else list(builds)
+    # the programs, each mode's binary in turn
+    for name in PROJECTS:
+        row = result["programs"].setdefault(name, {})
+        for rnd in range(args.runs):
+            for mode in run_modes:
+                binary = builds[mode]["binaries"].get(name)
+                if not binary:
+                    row.setdefault(mode, {"check": "BUILD_FAILED"})
+                    continue
+                with programs.gpu_held(args.run_timeout * 4):
+                    r = programs.parse_run(programs.run_cmd([binary], Path(binary).parent, base, args.run_timeout))
+                rec = row.setdefault(mode, {"runs": []})
+                rec["runs"].append(r)
+        for mode, rec in row.items():
+            ms = [r["kernel_ms"] for r in rec.get("runs", []) if r.get("check") == "PASS" and r.get("kernel_ms")]
+            rec["median_ms"] = sorted(ms)[len(ms) // 2] if ms else None
+            rec["check"] = rec.get("check") or ("PASS" if rec.get("runs") and all(
+                r["check"] == "PASS" for r in rec["runs"]) else "FAIL")
+        base_ms = (row.get("nvcc") or {}).get("median_ms")
+        row["speedup"] = {m: round(base_ms / r["median_ms"], 4) for m, r in row.items()
+                          if isinstance(r, dict) and r.get("median_ms") and base_ms and m != "nvcc"}
+        log(f"{name}: " + ", ".join(f"{m} {r.get('median_ms')} ms {r.get('check')}" for m, r in row.items()
+                                    if isinstance(r, dict) and "check" in r))
+        save()
+    finish(result)
+    save()
+    log(f"wrote {out}")
+    print(json.dumps({k: result.get(k) for k in ("gpu_busy_fraction", "searched_fraction", "tune_build_ratio",
+                                                 "throughput_ratio", "all_checks_pass")}))
+    return 0
+
+
+def finish(result: dict) -> dict:
+    """The top-level numbers of the issue, from the modes (None where a mode was not run)."""
+    m = result["modes"]
+
+    def get(mode, key):
+        return (m.get(mode) or {}).get(key)
+
+    result["gpu_busy_fraction"] = get("after", "gpu_busy_fraction")
+    worth, done = get("tune", "worth_searching"), get("tune", "worth_searched")
+    result["searched_fraction"] = round(done / worth, 4) if worth else None
+    nv, tune = (get("nvcc", "build") or {}).get("wall_s"), (get("tune", "build") or {}).get("wall_s")
+    result["tune_build_ratio"] = round(tune / nv, 3) if nv and tune else None
+    b, a = get("before", "searched_per_minute"), get("after", "searched_per_minute")
+    result["throughput_ratio"] = round(a / b, 3) if a and b else None
+    checks = [r.get("check") for p in result["programs"].values() for r in p.values()
+              if isinstance(r, dict) and "check" in r]
+    result["all_checks_pass"] = bool(checks) and all(c == "PASS" for c in checks)
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,130 @@
+"""Where a kernel's search spends its time: seconds per phase, recorded in the kernel's record.
+
+A search opens a :class:`Phases` for its kernel (:func:`recording`); every step below it that
+knows what it is doing adds its time with ``with phase("ptxas"):`` -- the spec sources, the
+proposers, ptxas, the static check, the differential check and the GPU's share of it, timing,
+compute-sanitizer, the emulator's shadow check, waiting for a GPU, starting the GPU worker.
+A step outside any search records nothing (``phase`` is then free).
+
+Phases nest (a GPU check is part of a check) and steps in a thread pool add up (four ptxas
+runs of one second in parallel are 4 s of ``ptxas``), so the sum of the phases is not the
+search's wall time; ``lease`` (holding a GPU's lock) and ``gpu_busy`` (the GPU steps inside
+it) are what the GPU's economy is judged by.
+"""
+from __future__ import annotations
+
+import contextvars
+import threading
+import time
+from contextlib import contextmanager
+
+#: phase -> what it covers (the record's ``phases`` keys, each ``<name>_s``)
+PHASES = {
+    "spec": "launch specs: the sources in order, inference",
+    "propose": "proposers making candidates (passes applied, a model asked)",
+    "ptxas": "ptxas on every candidate (parallel runs add up)",
+    "static": "the static def-use check",
+    "check": "differential checks, whole (inputs made, runs, comparison)",
+    "gpu_check": "the GPU's part of the checks (the runs, holding the GPU)",
+    "emulator": "runs on the CPU emulator (checks and the shadow check)",
+    "shadow": "the emulator's shadow check of the candidate to keep",
+    "timing": "timings, whole",
+    "gpu_time": "the GPU's part of the timings (holding the GPU alone)",
+    "sanitize": "compute-sanitizer on the candidate to keep (its launches hold the GPU as checks do)",
+    "gpu_wait": "waiting for the GPU (another compilation held it)",
+    "worker_start": "starting the GPU worker process (CUDA context)",
+    "lease": "holding a GPU's lock",
+}
+GPU_BUSY = ("gpu_check", "gpu_time")
+
+_CURRENT: contextvars.ContextVar["Phases | None"] = contextvars.ContextVar("superopt_phases", default=None)
+
+
+class Phases:
+    """Seconds per phase of one kernel's search (thread safe: pool threads add to it)."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = {}
+        self.counts: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def add(self, name: str, seconds: float) -> None:
+        if name not in PHASES:
+            raise KeyError(f"unknown phase {name!r} (known: {', '.join(PHASES)})")
+        with self._lock:
+            self.seconds[name] = self.seconds.get(name, 0.0) + seconds
+            self.counts[name] = self.counts.get(name, 0) + 1
+
+    def get(self, name: str) -> float:
+        return self.seconds.get(name, 0.0)
+
+    def to_dict(self) -> dict:
+        """The record's ``phases``: ``<name>_s`` for each phase that ran, ``gpu_busy_s`` and
+        ``gpu_busy_fraction`` (GPU steps ÷ time holding the GPU) when a GPU was held."""
+        with self._lock:
+            out = {f"{k}_s": round(v, 4) for k, v in sorted(self.seconds.items())}
+            out.update({f"{k}_n": n for k, n in sorted(self.counts.items())})
+        busy = sum(self.get(k) for k in GPU_BUSY)
+        if busy or self.get("lease"):
+            out["gpu_busy_s"] = round(busy, 4)
+        if self.get("lease") > 0:
+            out["gpu_busy_fraction"] = round(min(1.0, busy / self.get("lease")), 4)
+        return out
+
+
+def current() -> Phases | None:
+    return _CURRENT.get()
+
+
+@contextmanager
+def recording(phases: Phases | None = None):
+    """Make ``phases`` (a new one by default) the one steps in this context add to; yields it."""
+    phases = phases if phases is not None else Phases()
+    token = _CURRENT.set(phases)
+    try:
+        yield phases
+    finally:
+        _CURRENT.reset(token)
+
+
+@contextmanager
+def phase(name: str):
+    """Add the block's wall time to ``name`` of the current search's phases (if any)."""
+    phases = _CURRENT.get()
+    if phases is None:
+        yield
+        return
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        phases.add(name, time.perf_counter() - t0)
+
+
+def measured(name: str):
+    """Decorator: every call adds its wall time to phase ``name``."""
+    import functools
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def run(*a, **kw):
+            with phase(name):
+                return fn(*a, **kw)
+        return run
+    return wrap
+
+
+def in_context(fn):
+    """``fn`` recording into the caller's phases, for a thread pool (context variables do not
+    follow work submitted to other threads on their own)."""
+    phases = _CURRENT.get()
+
+    def run(*a, **kw):
+        with recording(phases) if phases is not None else _nothing():
+            return fn(*a, **kw)
+    return run
+
+
+@contextmanager
+def _nothing():
+    yield

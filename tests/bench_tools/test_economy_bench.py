@@ -1,0 +1,71 @@
+"""The search-economy benchmark's bookkeeping (bench/economy/run.py) on made-up records: what
+counts as searched, the GPU-busy fraction from phases (and the old code's estimate), the
+kernels worth searching, and the issue's top-level numbers."""
+from __future__ import annotations
+
+import subprocess
+
+from bench.economy import run as eco
+
+
+def _k(name, source, *, fates=(), status="kept-baseline", phases=None, seconds=None, reason="r", decision=None,
+       **extra):
+    k = {"kernel": name, "_source": source, "status": status, "reason": reason, "decision": decision,
+         "candidates": [{"fate": f, **extra} for f in fates]}
+    if phases is not None:
+        k["phases"] = phases
+    if seconds is not None:
+        k["seconds"] = seconds
+    return k
+
+
+def test_searched_means_a_candidate_was_judged():
+    assert eco.searched(_k("a", "x/blas1/blas1.cu", fates=["not-faster"]))
+    assert not eco.searched(_k("a", "x/blas1/blas1.cu", fates=["skipped-budget", "skipped-roofline"]))
+    assert not eco.searched(_k("a", "x/blas1/blas1.cu", reason="not searched: no GPU became free"))
+    assert eco.searched(_k("a", "x/blas1/blas1.cu", status="optimized", decision="measured"))
+
+
+def test_a_mode_summary_counts_worth_searching_and_gpu_busy():
+    recs = [_k("k1", "/w/after/blas1/blas1.cu", fates=["winner"], status="optimized",
+               phases={"lease_s": 2.0, "gpu_busy_s": 1.5, "gpu_wait_s": 0.5, "ptxas_s": 3.0}),
+            _k("k2", "/w/after/blas1/blas1.cu", reason="not searched: the optimizer's time limit (x) was reached"),
+            _k("k3", "/w/after/manykernels/rows.cu", fates=["not-faster"], phases={"lease_s": 1.0, "gpu_busy_s": 0.9})]
+    worth = {"blas1": {"k1", "k2"}, "manykernels": {"k3"}}
+    s = eco.summarize_mode("after", recs, worth, build_wall=60.0)
+    assert (s["kernels"], s["searched"], s["worth_searching"], s["worth_searched"]) == (3, 2, 3, 2)
+    assert s["worth_not_searched"] == ["blas1:k2"]
+    assert s["gpu_busy_fraction"] == round(2.4 / 3.0, 4) and s["phases_exact"]
+    assert s["searched_per_minute"] == 2.0 and s["phase_totals_s"]["ptxas_s"] == 3.0
+    assert list(s["not_searched_reasons"]) == ["not searched"]
+
+
+def test_the_old_codes_lease_is_its_search_and_its_busy_time_an_upper_bound():
+    old = _k("k1", "/w/before/scan/scan.cu", fates=["faster"], seconds=10.0,
+             verdict={"evidence": {"wall_seconds": 0.5}}, timing={"wall_seconds": 0.25})
+    s = eco.summarize_mode("before", [old], {}, build_wall=120.0)
+    assert s["lease_s"] == 10.0 and s["gpu_busy_s"] == 0.75 and not s["phases_exact"]
+
+
+def test_the_top_level_numbers():
+    result = {"modes": {"nvcc": {"build": {"wall_s": 10.0}}, "tune": {"build": {"wall_s": 55.0},
+                                                                      "worth_searching": 8, "worth_searched": 6},
+                        "before": {"searched_per_minute": 2.0},
+                        "after": {"searched_per_minute": 7.0, "gpu_busy_fraction": 0.81}},
+              "programs": {"blas1": {"nvcc": {"check": "PASS"}, "after": {"check": "PASS"}}}}
+    eco.finish(result)
+    assert (result["gpu_busy_fraction"], result["searched_fraction"], result["tune_build_ratio"],
+            result["throughput_ratio"], result["all_checks_pass"]) == (0.81, 0.75, 5.5, 3.5, True)
+    result["programs"]["blas1"]["after"]["check"] = "FAIL"
+    assert eco.finish(result)["all_checks_pass"] is False
+
+
+def test_the_top_makefile_builds_every_project_and_hands_over_captures(tmp_path):
+    tree = eco.prepare(tmp_path, "x")
+    assert {p.name for p in tree.iterdir() if p.is_dir()} == set(eco.PROJECTS)
+    out = subprocess.run(["make", "-n", "NVCC=mycc", "CAPS=/caps", "manykernels", "blas1"], cwd=tree,
+                         capture_output=True, text=True, check=True).stdout
+    assert "NVCC_PLUS_CAPTURE=/caps/manykernels.json" in out and "NVCC_PLUS_CAPTURE=/caps/blas1.json" in out
+    plain = subprocess.run(["make", "-n", "NVCC=mycc", "blas1"], cwd=tree, capture_output=True, text=True,
+                           check=True).stdout
+    assert "NVCC_PLUS_CAPTURE" not in plain and "mycc" in plain
