@@ -16,7 +16,7 @@ from pathlib import Path
 
 import click
 
-from reports.compare import compare, gate, geomean
+from reports.compare import compare, gate, geomean, mismatches
 from reports.keyed import current_kernels
 from reports.load import RecordError, load_record_files
 
@@ -117,13 +117,18 @@ def compare_command(old, new):
 @click.argument("old", type=click.Path(exists=True, path_type=Path))
 @click.argument("new", type=click.Path(exists=True, path_type=Path))
 @click.option("--max-regression", default=0.02, show_default=True, type=click.FloatRange(0, 1, max_open=True),
-              help="Allowed relative loss of speedup (0.02 = 2%).")
+              help="Allowed relative loss of speedup (0.02 = 2%); a kernel whose timings in OLD or NEW "
+                   "spread more allows that much.")
 def gate_command(old, new, max_regression):
     """Fail when NEW regresses against OLD.
 
-    A regression is a kernel whose speedup over nvcc fell by more than --max-regression, a kernel
-    that was optimized and no longer is, or a kernel of OLD missing from NEW. Kernels are matched
-    by (source, target, kernel) as in `compare`.
+    A regression is a kernel whose speedup over nvcc fell by more than its noise floor (the
+    larger of --max-regression and the relative spread of its timings in OLD or NEW: half the
+    sum of IQR/median of nvcc's and the kept code), a kernel that lost its optimization by more
+    than that, or a kernel of OLD missing from NEW; a change inside the noise floor is not. A
+    kernel timed at other sizes, with specs from another source or on another GPU in OLD than
+    in NEW is compared all the same, with a warning. Kernels are matched by (source, target,
+    kernel) as in `compare`.
 
     \b
     Exit codes:
@@ -136,7 +141,10 @@ def gate_command(old, new, max_regression):
         if not len(kernels):
             raise BadInput(f"{path}: holds no kernel records (is it the records directory of a build that ran "
                            "nvcc-plus with NVCC_PLUS_REPORT_DIR set?)")
-    problems = gate(compare(old_k, new_k), max_regression)
+    rows = compare(old_k, new_k)
+    for w in mismatches(rows):
+        click.echo(f"warning: {w}", err=True)
+    problems = gate(rows, max_regression)
     for p in problems:
         click.echo(f"regression: {p}", err=True)
     if problems:

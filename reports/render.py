@@ -97,6 +97,14 @@ def markdown(records) -> str:
                 lines.append(f"- re-check on fresh inputs: {ev.fresh}")
             if ev.sanitizer:
                 lines.append(f"- compute-sanitizer: {ev.sanitizer}")
+        if v.shapes:
+            sh = v.shapes
+            lines += ["", f"Launch shapes the program may use, timed for `{sh.candidate}` ({sh.fate})"
+                          + (f"; weighed by GPU time {sh.weighted:.3f}×" if sh.weighted else "") + ":", "",
+                      "| block | grid | from | share | speedup | verdict |", "|---|---|---|---|---|---|"]
+            for r in sh.rows:
+                verdict = r.verdict.replace("|", "\\|")
+                lines.append(f"| {r.block} | {r.grid} | {r.origin} | {r.share} | {r.speedup} | {verdict} |")
         base_ptx = (v.kernel.get("baseline") or {}).get("ptx")
         win_ptx = (v.winner or {}).get("ptx")
         if base_ptx and win_ptx:

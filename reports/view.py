@@ -72,6 +72,26 @@ class TimingView:
 
 
 @dataclass
+class ShapeRow:
+    """One launch shape the kept (or last refused) candidate was timed at (``launch_shapes_timed``)."""
+    block: str
+    grid: str
+    origin: str
+    share: str
+    speedup: str
+    verdict: str                                     # "slower", "not slower", "skipped: why"
+    note: str
+
+
+@dataclass
+class ShapesView:
+    candidate: str
+    fate: str
+    rows: list[ShapeRow]
+    weighted: float | None
+
+
+@dataclass
 class ResourceRow:
     name: str
     baseline: str
@@ -108,6 +128,7 @@ class KernelView:
     capture_share: float | None
     notes: list[str] = field(default_factory=list)
     file_label: str = ""                             # the source as the report names it
+    shapes: ShapesView | None = None                 # the launch shapes the program may use, timed
     phases: list[tuple[str, float, int]] = field(default_factory=list)   # (phase, seconds, count), longest first
     gpu_busy: str = ""                               # "GPU busy 0.42 s of 0.45 s held (93%)"
 
@@ -205,6 +226,36 @@ def _timings(win: dict | None) -> list[TimingView]:
     return out
 
 
+def _short_dims(v) -> str:
+    """``[512, 1, 1]`` -> ``512``, ``[32, 8, 1]`` -> ``32×8``."""
+    if not isinstance(v, (list, tuple)) or not v:
+        return "–"
+    dims = list(v)
+    while len(dims) > 1 and dims[-1] == 1:
+        dims.pop()
+    return _dims(dims)
+
+
+def _shapes(kernel: dict, win: dict | None) -> ShapesView | None:
+    """The winner's launch shapes timed, else those of the candidate refused for one of them."""
+    c = win if win and win.get("launch_shapes_timed") else next(
+        (c for c in kernel.get("candidates", []) if c.get("launch_shapes_timed")), None)
+    if c is None:
+        return None
+    rows = []
+    for r in c["launch_shapes_timed"]:
+        if r.get("skipped"):
+            verdict = f"skipped: {r['skipped']}"
+        elif r.get("speedup") is None:
+            verdict = r.get("reason") or r.get("status") or "–"
+        else:
+            verdict = "slower" if r.get("slower") else "not slower"
+        rows.append(ShapeRow(_short_dims(r.get("block")), _short_dims(r.get("grid")), r.get("origin", "?"),
+                             f"{100 * r['share']:.0f}%" if r.get("share") is not None else "–",
+                             f"{r['speedup']:.3f}×" if r.get("speedup") else "–", verdict, r.get("note") or ""))
+    return ShapesView(c["id"], c.get("fate") or "", rows, c.get("weighted_speedup"))
+
+
 def threads_per_block(kernel: dict, win: dict | None) -> int | None:
     """Threads per block of the timed launch: the first input set's, else the spec's if it is
     a number."""
@@ -300,7 +351,7 @@ def kernel_view(entry: KernelEntry, index: int, sass: tuple[Sass | None, Sass | 
         code=_code(k, win, sass),
         lines=source_lines((k.get("baseline") or {}).get("ptx"), (win or {}).get("ptx")),
         candidates=candidates, capture_share=k.get("capture_share"), notes=list(k.get("notes") or []),
-        phases=phase_rows(k.get("phases")), gpu_busy=gpu_busy_text(k.get("phases")))
+        shapes=_shapes(k, win), phases=phase_rows(k.get("phases")), gpu_busy=gpu_busy_text(k.get("phases")))
 
 
 def phase_rows(phases: dict | None) -> list[tuple[str, float, int]]:

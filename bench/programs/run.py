@@ -48,6 +48,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 MODES = ("nvcc", "plus", "capture")
 LINE_RE = re.compile(r"^NVCC_PLUS_BENCH kernel_ms=([0-9.eE+-]+|nan|inf) check=(PASS|FAIL)\s*$", re.M)
+# a program timed at several block sizes (biasgrad) prints one such line per block size too
+BLOCK_RE = re.compile(r"^NVCC_PLUS_BENCH block=(\d+) kernel_ms=([0-9.eE+-]+|nan|inf) check=(PASS|FAIL)\s*$", re.M)
 KERNEL_RE = re.compile(r"__global__\s+void\s+(\w+)")
 
 
@@ -227,6 +229,10 @@ def parse_run(r: dict) -> dict:
     else:
         out["kernel_ms"] = None
         out["check"] = "TIMEOUT" if r["timed_out"] else "NO_RESULT"
+    blocks = {str(int(b.group(1))): {"kernel_ms": float(b.group(2)), "check": b.group(3)}
+              for b in BLOCK_RE.finditer(r["stdout"])}
+    if blocks:
+        out["blocks"] = blocks
     if out["check"] == "PASS" and r["rc"] != 0:
         out["check"] = "ERROR"                # a PASS line, then a crash
     if out["check"] != "PASS":

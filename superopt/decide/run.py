@@ -177,6 +177,8 @@ class ModuleRun:
         self.records["kernels"][slot] = kr
         if kr["status"] in (Status.OPTIMIZED, Status.KEPT_BASELINE) and kr.get("decision") != "estimate" \
                 and outcome.store and measured(kr):
+            keys = {"cache": key.digest(), "cache_file": str(self.cache.path(key.digest())),
+                    "lock": job.key.lock_digest(), "lockfile": None}
             try:
                 self.cache.put(key.digest(), entry)
             except OSError as exc:
@@ -186,6 +188,10 @@ class ModuleRun:
                 from superopt.store.locations import lockfile_to_write
                 target_lock = self.lock or Lockfile(lockfile_to_write(self.lock_dir, self.settings.config_path))
                 target_lock.record(job.key.lock_digest(), entry)
+                keys["lockfile"] = str(target_lock.path)
+            # where the decision is stored: `superopt tune` reverts it there when the program
+            # shows the kernel slower (superopt.specs.capture.tune)
+            kr["decision_keys"] = keys
         return True
 
     # ---- the end -----------------------------------------------------------------------
@@ -244,7 +250,7 @@ def measured(kr: dict) -> bool:
     if kr["status"] == Status.OPTIMIZED:
         return True
     fates = {c.get("fate") for c in kr.get("candidates", [])}
-    if fates & {Fate.FASTER, Fate.NOT_FASTER, Fate.NOT_CONFIRMED, Fate.WINNER}:
+    if fates & {Fate.FASTER, Fate.NOT_FASTER, Fate.NOT_CONFIRMED, Fate.SLOWER_ELSEWHERE, Fate.WINNER}:
         return True
     return not fates & {Fate.NOT_JUDGED, Fate.ERROR, Fate.SKIPPED_BUDGET, Fate.NOT_TIMED}
 

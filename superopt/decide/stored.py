@@ -140,8 +140,9 @@ class _StoredSource:
         self.run = run
         self.judge = judge              # re-checks a stored model rewrite (None: one is made for it)
 
-    def _apply(self, job, stored: dict, origin: str, where: str) -> bool:
+    def _apply(self, job, stored: dict, origin: str, where: str, keys: dict | None = None) -> bool:
         run = self.run
+        count = len(run.records["kernels"])
         applied = apply_stored(run.result_module, job.kernel, stored, origin, run.records, run.messages,
                                recheck_stored(run.options, run.source, run.settings, run.capture, self.judge),
                                where=where, verbose=run.verbose,
@@ -149,6 +150,9 @@ class _StoredSource:
                                                              run.capture))
         if applied is None:
             return False
+        if keys and len(run.records["kernels"]) > count:
+            # where the applied decision is stored (superopt tune reverts it there)
+            run.records["kernels"][-1]["decision_keys"] = keys
         run.result_module, did_change = applied
         run.changed |= did_change
         return True
@@ -174,7 +178,8 @@ class LockedDecisions(_StoredSource):
             return False
         if run.capture is not None and stored.get("spec_origin") != "captured" and self.can_time():
             return False
-        if not self._apply(job, stored, "locked", str(run.lock_path)):
+        if not self._apply(job, stored, "locked", str(run.lock_path),
+                           {"lock": job.key.lock_digest(), "lockfile": str(run.lock_path)}):
             return False
         run.stats["locked"] += 1
         return True
@@ -225,7 +230,8 @@ class CachedDecisions(_StoredSource):
     def decide(self, job) -> bool:
         run = self.run
         stored, key = self._lookup(job)
-        if stored is None or not self._apply(job, stored, "cached", str(run.cache.path(key.digest()))):
+        keys = {"cache": key.digest(), "cache_file": str(run.cache.path(key.digest()))}
+        if stored is None or not self._apply(job, stored, "cached", str(run.cache.path(key.digest())), keys):
             run.stats["misses"] += 1
             return False
         run.stats["hits"] += 1

@@ -95,8 +95,11 @@ def contract_problem(base_fn, new_fn, specs_in_force: Callable[[], Iterable]) ->
         return (f"sets {what} but no explicit or captured launch spec here says how the program "
                 f"launches it (inferred blocks are guesses)")
     for choice in choices:
-        for spec in choice.specs:
-            block = _block3(spec.block)
+        # the specs' blocks, and every block a capture saw the program launch it with
+        blocks = [spec.block for spec in choice.specs]
+        blocks += list(getattr(getattr(choice, "launches", None), "captured_blocks", None) or ())
+        for raw in blocks:
+            block = _block3(raw)
             threads = prod(block)
             if maxntid is not None and threads > prod(maxntid):
                 return (f"sets {what} but the program launches {threads} threads (block {list(block)}, "

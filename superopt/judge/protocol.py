@@ -44,8 +44,8 @@ class Judge(Protocol):
 
     def time(self, base_ptx: str, cand_ptx: str, spec: Any, *, fresh: bool = True) -> "TimingResult":
         """Baseline and candidate timed on one launch shape. The result has ``status`` ("ok" or
-        why not), ``faster`` (beyond the measured noise), ``speedup``, ``reason`` and
-        ``to_dict()``. ``fresh=True`` asks for a new measurement (a confirmation); ``False``
+        why not), ``faster`` and ``slower`` (each beyond the measured noise:
+        :func:`superopt.judge.timing.slower_than`), ``speedup``, ``reason`` and ``to_dict()``. ``fresh=True`` asks for a new measurement (a confirmation); ``False``
         allows a cached one. Only called when :attr:`can_time`."""
         ...
 

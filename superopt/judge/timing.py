@@ -15,6 +15,10 @@ Method (all of it recorded in :class:`TimingResult`):
   ``median_A - median_B > (IQR_A + IQR_B) / 2``; (2) the 95% bootstrap confidence interval
   (2000 resamples) of the median of the paired ratios B_i/A_i lies entirely below
   ``1 - min_gain``;
+* **slower** by the mirror rule (:func:`slower_than`): the median loss exceeds the spread and
+  the ratio's interval lies entirely above 1. The search asks it of the candidate to keep at
+  the other launch shapes the program may use (:mod:`superopt.search.launch_shapes`): a
+  rewrite faster at the timed shape and slower at another is not kept;
 * a result implying more bytes per second than the measured peak (a device-to-device
   copy, bytes read + written, measured once per worker process) is refused
   (status ``implausible``): bytes are counted from the spec (in: read once, out: written
@@ -34,7 +38,7 @@ from superopt.judge.backends.base import Backend, BackendUnavailable, get_backen
 from superopt.judge.inputs import InputSet, fresh_seed, make_input_set
 from superopt.specs.launch_spec import LaunchSpec
 
-__all__ = ["Stats", "TimingResult", "time_pair", "NoGPU", "bytes_moved", "decide"]
+__all__ = ["Stats", "TimingResult", "time_pair", "NoGPU", "bytes_moved", "decide", "slower_than"]
 
 BANDWIDTH_SLACK = 1.10
 SPREAD_METHOD = ("per side: median and IQR (Q3-Q1) of event times; faster iff median gain > "
@@ -82,6 +86,7 @@ class TimingResult:
     device: dict = field(default_factory=dict)
     seed: int | None = None
     wall_seconds: float = 0.0
+    slower: bool = False               # slower beyond the measured noise (slower_than)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -158,6 +163,22 @@ def decide(a_s, b_s, *, min_gain: float = 0.0, seed: int = 0) -> tuple[bool, Sta
     return faster, sa, sb, ci, why
 
 
+def slower_than(a: Stats, b: Stats, ci: tuple) -> tuple[bool, str]:
+    """The mirror of :func:`decide`'s rule: the candidate (``b``) is slower than the baseline
+    (``a``) beyond the measured noise when its median loss exceeds the spread
+    (``median_B - median_A > (IQR_A + IQR_B) / 2``) and the 95% CI of the median of the paired
+    ratios B/A lies entirely above 1. (slower, why)."""
+    loss = b.median - a.median
+    noise = (a.iqr + b.iqr) / 2
+    if loss <= 0:
+        return False, "the candidate's median is not higher"
+    if loss <= noise:
+        return False, f"median loss {loss * 1e6:.3g} us is within the spread {noise * 1e6:.3g} us (noise)"
+    if ci[0] <= 1.0:
+        return False, f"the ratio's 95% CI [{ci[0]:.3f}, {ci[1]:.3f}] reaches 1"
+    return True, f"median loss {loss * 1e6:.3g} us > spread {noise * 1e6:.3g} us and ratio CI above 1"
+
+
 def time_pair(baseline_ptx: str, candidate_ptx: str, spec: LaunchSpec, *,
               backend: Union[str, Backend] = "gpu", reps: int = 100, warmup: int = 10, flush_l2: bool = True,
               min_gain: float = 0.0, seed: int | None = None, max_seconds: float = 20.0,
@@ -219,6 +240,9 @@ def time_pair(baseline_ptx: str, candidate_ptx: str, spec: LaunchSpec, *,
     res.status = "ok"
     res.faster = faster
     res.reason = why
+    res.slower, slower_why = slower_than(sa, sb, ci)
+    if res.slower:
+        res.reason = f"slower: {slower_why}"
     if res.bytes_moved and res.peak_bytes_per_s:
         ia = res.bytes_moved / sa.median
         ib = res.bytes_moved / sb.median

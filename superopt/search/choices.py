@@ -61,6 +61,8 @@ def launch_facts(choice) -> dict:
         # An explicit or captured spec is the program's launch contract: occupancy knobs may
         # rely on its block.
         blocks = [b for b in map(_block, specs) if b is not None]
+        # every block the capture saw: a .maxntid must let each of them launch
+        blocks += [tuple(b) for b in getattr(getattr(choice, "launches", None), "captured_blocks", ())]
         if blocks:
             facts["contract_block"] = max(blocks, key=lambda b: b[0] * b[1] * b[2])
     return facts
@@ -87,6 +89,8 @@ def kernel_search_options(options: SearchOptions, choice, deadline, share=None) 
     filled = launch_params(choice)
     if filled:
         out = replace(out, extra_params={**out.extra_params, **filled})
+    if getattr(choice, "launches", None) is not None:
+        out = replace(out, launches=choice.launches)
     left = time_left(deadline)
     if left is not None:
         room = max(0.0, left - MIN_SEARCH_S)
@@ -100,7 +104,7 @@ def baseline_unjudgeable(kr: dict) -> str | None:
     search left unchecked at its costly shapes (``launch_shapes_unchecked``: not kept, so never
     checked at the captured size) say nothing about those shapes and are not counted."""
     judged = (Fate.NOT_JUDGED, Fate.REJECTED_CHECK, Fate.VERIFIED, Fate.FASTER, Fate.NOT_FASTER,
-              Fate.NOT_CONFIRMED, Fate.NOT_TIMED, Fate.WINNER, Fate.ESTIMATE_WINNER)
+              Fate.NOT_CONFIRMED, Fate.SLOWER_ELSEWHERE, Fate.NOT_TIMED, Fate.WINNER, Fate.ESTIMATE_WINNER)
     fates = [c for c in kr.get("candidates", [])
              if c.get("fate") in judged and not c.get("launch_shapes_unchecked")]
     if fates and all(c.get("fate") == Fate.NOT_JUDGED for c in fates):

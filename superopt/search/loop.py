@@ -15,7 +15,9 @@ For one kernel (:func:`search_kernel`):
    launch shape (GPU, or the CPU emulator) → timing (GPU only). The judge is wrapped in a
    :class:`superopt.judge.cache.CachingJudge`, so nothing is checked or timed twice;
 4. keep the fastest candidate that verified and beat the baseline beyond the measured
-   noise, after a check on fresh inputs and a second timing. Without a GPU there is no measured
+   noise, after a check on fresh inputs, a second timing, and timings at the other launch
+   shapes the program may use, at none of which it may be slower
+   (:mod:`superopt.search.launch_shapes`). Without a GPU there is no measured
    speed: by default (``no_gpu="locked"``) only decisions from the lockfile or cache are
    applied; ``no_gpu="estimate"`` picks a verified candidate by a static estimate and labels the
    decision an estimate.
@@ -38,6 +40,7 @@ from superopt.judge.phases import in_context, phase
 from superopt.judge.protocol import Judge
 from superopt.judge.ptxas import run_ptxas
 from superopt.search.candidates import Candidate, make_candidate, text_hash
+from superopt.search.launch_shapes import judge_other_shapes, summary as other_shapes_summary
 from superopt.search.options import SearchOptions
 from superopt.search.proposer import ProposalContext, Proposer
 from superopt.search.rules import RuleProposer, priority
@@ -619,6 +622,10 @@ def _choose(entries, by_id, judge: Judge, options: SearchOptions, kernel: str, r
                 e.update(fate=Fate.NOT_CONFIRMED, reason=f"faster in the search ({e['speedup']:.3f}x) but not "
                                                          f"when timed again: {again.reason}")
                 continue
+            # Never slower in the program: timed at the other launch shapes it may use too
+            # (superopt.search.launch_shapes), for this candidate alone.
+            if not judge_other_shapes(judge, baseline_ptx, by_id[e["id"]], kernel, specs, options.launches, e):
+                continue
             # instrumented launches are slow (racecheck on a shared-memory kernel at a captured
             # 2048^3 took minutes): the sanitizer runs at the smallest launch shape
             if not _sanitized(judge, options, baseline_ptx, by_id[e["id"]], _smallest_spec(specs) or specs[0], e):
@@ -630,15 +637,21 @@ def _choose(entries, by_id, judge: Judge, options: SearchOptions, kernel: str, r
             e["search_speedup"], e["speedup"] = e["speedup"], again.speedup
             break
         if best is None:
+            tried = winners[:CONFIRM_TRIES]
+            elsewhere = [e for e in tried if e["fate"] == Fate.SLOWER_ELSEWHERE]
             record.update(status=Status.KEPT_BASELINE,
-                          reason=f"no verified candidate was faster beyond noise when timed again "
-                                 f"({min(len(winners), CONFIRM_TRIES)} tried)")
+                          reason=(f"no verified candidate was faster beyond noise when timed again "
+                                  f"({len(tried)} tried)") if not elsewhere else
+                                 (f"no verified candidate was faster at the timed shape and not slower at the "
+                                  f"program's other launch shapes ({len(tried)} tried, {len(elsewhere)} slower "
+                                  f"elsewhere: {elsewhere[0]['reason']})"))
             return None
         best["fate"] = Fate.WINNER
         best["ptx"] = _function_text(by_id[best["id"]], kernel)
         record.update(status=Status.OPTIMIZED, winner=best["id"], decision=Decision.MEASURED,
                       reason=f"{best['id']}: {best['speedup']:.3f}x (confirmed by a second timing; "
-                             f"{best['search_speedup']:.3f}x in the search), verified")
+                             f"{best['search_speedup']:.3f}x in the search), verified"
+                             + other_shapes_summary(best))
         return by_id[best["id"]]
     verified = [e for e in entries if e["fate"] == Fate.VERIFIED]
     if options.no_gpu != "estimate" or not verified:

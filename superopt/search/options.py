@@ -22,6 +22,9 @@ class SearchOptions:
     timing_reps: int = 60
     # compute-sanitizer tools run on the candidate to keep (GPU only; empty: none)
     sanitize: tuple = ("memcheck", "racecheck")
+    # per kernel: the other launches the program may make, where the candidate to keep is
+    # timed too (superopt.specs.program_launches.ProgramLaunches; None: what the specs say)
+    launches: object = None
 
 
 def search_options(settings: Settings) -> SearchOptions:

@@ -107,6 +107,13 @@ SHAPES = {
     2: [(32, 8, 1), (16, 16, 1), (32, 4, 1), (8, 8, 1), (32, 16, 1), (64, 4, 1), (32, 32, 1)],
     3: [(8, 8, 4), (32, 4, 2), (16, 4, 4), (8, 8, 8), (4, 4, 4), (32, 8, 4)],
 }
+# The blocks a program that computes its block at run time usually picks: the search times the
+# rewrite to keep at each (superopt.search.launch_shapes), beside the inferred and source ones.
+USUAL_BLOCKS = {
+    1: [(128, 1, 1), (256, 1, 1), (512, 1, 1), (1024, 1, 1)],
+    2: [(32, 4, 1), (16, 16, 1), (32, 8, 1), (32, 16, 1), (32, 32, 1)],
+    3: [(8, 4, 4), (8, 8, 4), (8, 8, 8), (16, 8, 8)],
+}
 _RESERVED = {"min", "max", "cdiv", "ceil_div"}
 NO_WRITES = "it writes no buffer: there is no output a check could compare"
 
@@ -121,6 +128,10 @@ class InferenceResult:
     reason: str | None = None                # why not verifiable (when specs is empty)
     notes: list = field(default_factory=list)
     signature: str | None = None             # demangled C++ signature
+    # the blocks the .cu source launches the kernel with (superopt.specs.source_launches)
+    source_blocks: Any = None
+    # infer_specs(blocks=...): (block, why) of each block asked for and not given a spec
+    skipped_blocks: list = field(default_factory=list)
 
     @property
     def verifiable(self) -> bool:
@@ -149,7 +160,8 @@ class _NotVerifiable(Exception):
 # --------------------------------------------------------------------------- entry point
 
 def infer_specs(module, kernel_name: str, *, source_text: str | None = None, config: Any = None,
-                max_specs: int = 3, deadline_s: float | None = DEADLINE_S) -> InferenceResult:
+                max_specs: int = 3, deadline_s: float | None = DEADLINE_S, blocks: list | None = None,
+                usual: bool = False) -> InferenceResult:
     """Launch specs for ``kernel_name`` in ``module`` (a ptx_ir Module or PTX text).
 
     ``config`` is the nvcc-plus.toml document (a dict, as nvcc_plus.config hands it over),
@@ -157,6 +169,13 @@ def infer_specs(module, kernel_name: str, *, source_text: str | None = None, con
     ``// nvcc-plus:`` comments and C++ parameter names. ``deadline_s``: wall-clock seconds
     inference from the IR may take (None: no cap); past it the trace stops at once and the
     kernel is not verifiable ("inference timed out after N s").
+
+    ``blocks`` (and ``usual``: also :data:`USUAL_BLOCKS` for the kernel's block dimensions):
+    infer from the IR at exactly those blocks, one spec each, for the other launch shapes the
+    program may use (:mod:`superopt.search.launch_shapes`); a block the kernel's
+    ``.reqntid``/``.maxntid`` forbid, that breaks its warp collectives or on which tracing
+    rejects it is left out, with the reason in ``skipped_blocks``. No toml or comment spec is
+    read then.
     """
     if isinstance(module, str):
         module = ptx_ir.parse(module)
@@ -170,6 +189,8 @@ def infer_specs(module, kernel_name: str, *, source_text: str | None = None, con
     decl = _source_decl(source_text, fn) if source_text else None
     names = _spec_names(infos, decl.params if decl else None)
 
+    if blocks is not None or usual:
+        return _at_blocks(module, fn, infos, names, result, list(blocks or []), usual, deadline_s)
     # 1. nvcc-plus.toml
     try:
         found = explicit_specs(config, fn)
@@ -193,7 +214,7 @@ def infer_specs(module, kernel_name: str, *, source_text: str | None = None, con
         inferrer = _Inferrer(module, fn, infos, names, result, max_specs, deadline_s)
         if source_text:
             from superopt.specs.source_launches import launch_blocks
-            inferrer.source_blocks = launch_blocks(source_text).get(
+            inferrer.source_blocks = result.source_blocks = launch_blocks(source_text).get(
                 _short(fn.signature) if fn.signature else fn.name)
         inferrer.run()
     except _NotVerifiable as e:
@@ -202,6 +223,30 @@ def infer_specs(module, kernel_name: str, *, source_text: str | None = None, con
     except TraceTimeout:
         result.specs = []
         result.reason = f"inference timed out after {deadline_s:g} s"
+    result.origin = "inferred" if result.specs else None
+    return result
+
+
+def _at_blocks(module, fn, infos, names, result: InferenceResult, blocks: list, usual: bool,
+               deadline_s) -> InferenceResult:
+    """:func:`infer_specs` at the blocks asked for (its ``blocks``/``usual``)."""
+    inferrer = _Inferrer(module, fn, infos, names, result, max(1, len(blocks) + 8), deadline_s)
+    inferrer.forced = [tuple((list(b) + [1, 1, 1])[:3]) for b in blocks]
+    inferrer.forced_usual = usual
+    try:
+        inferrer.run()
+    except _NotVerifiable as e:
+        result.specs = []
+        asked = inferrer.asked or inferrer.forced
+        result.skipped_blocks += [(b, str(e)) for b in asked
+                                  if b not in {s for s, _ in result.skipped_blocks}]
+    except TraceTimeout:
+        result.specs = []
+        result.reason = f"inference timed out after {deadline_s:g} s"
+        return result
+    have = {tuple(sp.block) for sp in result.specs} | {b for b, _ in result.skipped_blocks}
+    stopped = next((n for n in result.notes if n.startswith("stopped after")), "inference gave it no spec")
+    result.skipped_blocks += [(b, stopped) for b in (inferrer.asked or inferrer.forced) if b not in have]
     result.origin = "inferred" if result.specs else None
     return result
 
@@ -458,6 +503,10 @@ class _Inferrer:
         self.grid_factor = 1.0            # shrinks fixed grids when a launch is too costly
         # the constant blocks the .cu source launches this kernel with (source_launches)
         self.source_blocks = None
+        # infer_specs(blocks=...): exactly these blocks (and the usual ones), none dropped silently
+        self.forced: list | None = None
+        self.forced_usual = False
+        self.asked: list = []
 
     # -- top level
     def run(self):
@@ -535,6 +584,8 @@ class _Inferrer:
                 spec, scale = self._spec_for_shape(shape, scale)
             except _ShapeRejected as e:
                 rejected.append(f"{_fmt_shape(shape)}: {e}")
+                if self.forced is not None:
+                    self.result.skipped_blocks.append((shape, str(e)))
                 continue
             except _NotVerifiable as e:
                 if not specs:
@@ -542,6 +593,8 @@ class _Inferrer:
                 self.notes.append(f"stopped after {len(specs)} launch shape(s): {e}")
                 break
             specs.append(spec)
+            if self.forced is not None:
+                continue                  # every block asked for gets its own spec
             if self._only_source_shape(shape):
                 # the program launches it with this block and no other: other shapes would
                 # judge launches it never makes (and a kernel written for its block may race)
@@ -631,8 +684,35 @@ class _Inferrer:
         return bool(self.size_idx or self.stride_idx)
 
     # -- shapes and grids
+    def _forced_shapes(self) -> list[tuple]:
+        """The blocks infer_specs(blocks=...) asked for, less those the kernel cannot run at
+        (each in ``skipped_blocks`` with the reason)."""
+        t = self.traits
+        asked = list(self.forced or [])
+        if self.forced_usual:
+            asked += [b for b in USUAL_BLOCKS[t.block_dims] if b not in asked]
+        self.asked = asked
+        out = []
+        for s in asked:
+            why = None
+            if t.reqntid and tuple(s) != tuple(t.reqntid):
+                why = f"the kernel's .reqntid {_fmt_shape(t.reqntid)} forbids it"
+            elif t.maxntid and math.prod(s) > t.maxntid:
+                why = f"the kernel's .maxntid {t.maxntid} (__launch_bounds__) forbids it"
+            elif t.warp_collectives and math.prod(s) % 32:
+                why = "its warp collectives need whole warps"
+            elif any(x != 1 for x in s[t.block_dims:]):
+                why = f"the kernel reads no threadIdx beyond {'xyz'[t.block_dims - 1]}"
+            if why:
+                self.result.skipped_blocks.append((s, why))
+            elif s not in out:
+                out.append(s)
+        return out
+
     def _shapes(self) -> list[tuple]:
         t = self.traits
+        if self.forced is not None:
+            return self._forced_shapes()
         if t.reqntid:
             return [t.reqntid]
         dims = t.block_dims

@@ -43,7 +43,7 @@ from dataclasses import replace
 
 from superopt.specs.launch_spec import Buffer, Bytes, LaunchSpec, Scalar, SpecError, expr_names, parse_expr
 
-__all__ = ["timing_shape", "scale_factor", "row_dim", "describe", "TARGET_BYTES", "TARGET_THREADS",
+__all__ = ["timing_shape", "scale_factor", "row_dim", "describe", "at_sizes_of", "TARGET_BYTES", "TARGET_THREADS",
            "SCALED_SUFFIX", "MAX_TIMED_LAUNCH_S"]
 
 SCALED_SUFFIX = ", scaled for timing"     # the end of a scaled shape's origin
@@ -283,3 +283,35 @@ def _grow(spec: LaunchSpec, step, max_factor: int, min_threads: int) -> LaunchSp
             break
         factor *= 2
     return best
+
+
+def at_sizes_of(spec: LaunchSpec, small: LaunchSpec, big: LaunchSpec) -> LaunchSpec | None:
+    """``spec`` -- the inferred family of ``small`` at another block -- at the sizes ``big``
+    (``small`` scaled for timing by :func:`timing_shape`) runs: its size parameters take
+    ``big``'s values (its grid and lengths are its own formulas, evaluated there) and, for a
+    one-block-per-row spec (:func:`row_dim`), its rows grow by ``big``'s factor. None when a
+    size parameter is not ``big``'s or a limit (``MAX_BYTES``, 32-bit extents) breaks.
+    Parameters are matched by position (the names differ when one spec was inferred with the
+    source's parameter names and the other without)."""
+    rows = row_dim(spec)
+    names = set(spec.size_params())
+    if (not names and rows is None) or len(big.params) < len(spec.params):
+        return None
+    params = []
+    for p, q in zip(spec.params, big.params):
+        if isinstance(p, Scalar) and p.name in names:
+            if not isinstance(q, Scalar):
+                return None
+            params.append(replace(p, value=q.value, values=None))
+        else:
+            params.append(p)
+    out = replace(spec, params=params, vary_sizes=False, snapshot=None)
+    if rows is not None:
+        # the rows (blocks) grow as they did for the timed shape; the sizes are its own
+        out = _rows_scaled(out, rows[0], scale_factor(small, big))
+    if out is None:
+        return None
+    got = _measure(out)
+    if got is None or got[1] > MAX_BYTES or got[2] > MAX_BUFFER_BYTES:
+        return None
+    return replace(out, origin=f"{spec.origin or 'inferred'}{SCALED_SUFFIX}")

@@ -37,6 +37,9 @@ class SpecChoice:
     specs: list                      # LaunchSpecs, the first one is the size that is timed
     origin: str                      # "captured", "toml:...", "comment", "inferred"
     notes: list = field(default_factory=list)
+    # the other launches the program may make, for timing the rewrite to keep there
+    # (superopt.specs.program_launches); None: what the specs alone say
+    launches: object = None
 
     @property
     def key(self) -> str:
@@ -115,7 +118,9 @@ def candidates_in_order(module, kernel: str, *, source: str | None, settings: Se
             moved = reblocked(extra, list(cs.specs))
             notes = [f"+ {len(extra) + len(moved)} inferred shape(s) for small sizes"
                      + (f" ({len(moved)} at the captured block)" if moved else "")] if extra else []
-            out.choices.append(SpecChoice(list(cs.specs) + moved + extra, "captured", notes))
+            from superopt.specs.program_launches import from_capture
+            out.choices.append(SpecChoice(list(cs.specs) + moved + extra, "captured", notes,
+                                          launches=from_capture(cs)))
         elif cs.captured and cs.reason:
             out.notes.append(f"captured launches not usable: {cs.reason}")
         elif not cs.captured:
@@ -180,8 +185,10 @@ def explicit_or_inferred(module, kernel: str, *, source: str | None, settings: S
                                    deadline_s=cap)
     specs = getattr(result, "specs", None)
     if specs:
-        return SpecChoice(list(specs), getattr(result, "origin", None) or "inferred",
-                          list(getattr(result, "notes", []) or [])), None
+        from superopt.specs.program_launches import ProgramLaunches, from_inference
+        origin = getattr(result, "origin", None) or "inferred"
+        launches = from_inference(result) if origin == "inferred" else ProgramLaunches("explicit", runtime=False)
+        return SpecChoice(list(specs), origin, list(getattr(result, "notes", []) or []), launches=launches), None
     return None, getattr(result, "reason", None) or "no launch spec"
 
 

@@ -26,6 +26,7 @@ class Fate(enum.StrEnum):
     FASTER = "faster"                      # right and faster beyond noise in the search
     NOT_FASTER = "not-faster"              # right, not faster
     NOT_CONFIRMED = "not-confirmed"        # faster once, not when timed again
+    SLOWER_ELSEWHERE = "slower-elsewhere"  # faster at the timed shape, slower at another the program may use
     NOT_TIMED = "not-timed"                # right, but the timing failed
     WINNER = "winner"                      # kept: measured
     ESTIMATE_WINNER = "estimate-winner"    # kept: by the static estimate (no GPU)

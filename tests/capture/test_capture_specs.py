@@ -180,3 +180,31 @@ def test_falls_back_to_next_shape(module):
 def test_read_only_params(module):
     fn = next(k for k in module.kernels if k.name == SAXPY)
     assert read_only_params(fn) == {0, 1, 2}
+
+
+def test_shapes_with_5_percent_of_the_kernel_time_are_weighted(module):
+    """Every captured shape with >= 5% of the kernel's GPU time is timed by the search, weighed
+    by its share; every block the program used bounds a .maxntid."""
+    from superopt.specs.capture.specs import WEIGHTED_SHARE
+    recs = [saxpy_launch(1, 1 << 22, 2.5, 16384), t(1, SAXPY, 6.0),
+            saxpy_launch(2, 1 << 20, 2.5, 4096), t(2, SAXPY, 3.0),
+            saxpy_launch(3, 1000, 2.5, 4, xoff=16), t(3, SAXPY, 0.01)]
+    other = saxpy_launch(4, 1 << 21, 2.5, 2048)
+    other["block"] = [1024, 1, 1]
+    recs += [other, t(4, SAXPY, 1.0)]
+    r = captured_specs(aggregate(recs), module, SAXPY)
+    assert [round(share, 3) for _, share in r.weighted] == [0.599, 0.3, 0.1]
+    assert all(share >= WEIGHTED_SHARE for _, share in r.weighted)
+    assert r.weighted[0][0] is r.specs[0]
+    assert [s.block for s, _ in r.weighted] == [(256, 1, 1), (256, 1, 1), (1024, 1, 1)]
+    assert r.weighted[2][0].params[0].value == 1 << 21
+    assert r.blocks == [(256, 1, 1), (1024, 1, 1)]      # the 1000-element launch (0.1%) too
+
+
+def test_the_captured_choice_carries_the_program_launches(module, capture):
+    from superopt.specs.sources import candidates_in_order
+    found = candidates_in_order(module, SAXPY, source=None, settings=None, capture=capture)
+    choice = found.choices[0]
+    assert choice.origin == "captured" and choice.launches.kind == "captured"
+    assert len(choice.launches.weighted) == 1          # the small shapes have < 5% of the time
+    assert choice.launches.captured_blocks == ((256, 1, 1),)

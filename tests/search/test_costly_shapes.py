@@ -29,6 +29,7 @@ class Timing:
     faster: bool
     speedup: float
     reason: str = "scripted"
+    slower: bool = False
 
     def to_dict(self):
         return {"status": self.status, "faster": self.faster, "speedup": self.speedup}

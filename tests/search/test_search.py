@@ -80,6 +80,7 @@ class Timing:
     faster: bool
     speedup: float
     reason: str = "scripted"
+    slower: bool = False
 
     def to_dict(self):
         return {"status": self.status, "faster": self.faster, "speedup": self.speedup,
@@ -173,13 +174,19 @@ def test_module_cache_and_lockfile(tmp_path, monkeypatch):
     # two candidates judged, then the kept one checked again on fresh inputs
     assert first.changed and judge.calls == 3
     assert "ld.global.nc.u32" in first.ptx
-    (entry,) = json.loads((tmp_path / "nvcc-plus.lock").read_text())["decisions"].values()
+    ((lock_key, entry),) = json.loads((tmp_path / "nvcc-plus.lock").read_text())["decisions"].items()
     assert entry["searched_on"] == "Scripted GPU" and entry["spec_origin"] == "test"   # announced later
     validate(first.records)
+    # the record says where the decision is stored (superopt tune reverts it there)
+    keys = first.records["kernels"][0]["decision_keys"]
+    assert keys["lock"] == lock_key and keys["lockfile"] == str(tmp_path / "nvcc-plus.lock")
+    assert json.loads(Path(keys["cache_file"]).read_text())["plan"] == entry["plan"]
     # Rebuild: the cached decision applies without judging anything.
     again = optimize_module(text, settings=Settings.from_config(cfg), kernels=[KERNEL], judge=judge, spec_for=lambda m, k: ([{"x": 1}], "test"))
     assert judge.calls == 3 and again.ptx == first.ptx
     assert again.records["kernels"][0]["status"] in ("locked", "cached")
+    assert again.records["kernels"][0]["decision_keys"]["lock" if again.records["kernels"][0]["status"] == "locked"
+                                                        else "cache"] in (keys["lock"], keys["cache"])
     # A machine without cache and without GPU reproduces the same binary from the lockfile.
     monkeypatch.setenv("NVCC_PLUS_CACHE_DIR", str(tmp_path / "other-cache"))
     monkeypatch.delenv("NVCC_PLUS_LOCK")
@@ -203,15 +210,16 @@ def test_reports_render_and_gate():
     res2 = search_kernel(module(), KERNEL, [{"x": 1}], target="sm_90", options=OPTS, judge=slower)
     record2 = {**record, "kernels": [res2.record]}
     problems = gate(compare([record], [record2]), 0.02)
-    assert problems == [f"{KERNEL}: speedup fell from 1.250x to 1.000x",
+    assert problems == [f"{KERNEL}: speedup fell from 1.250x to 1.000x (more than the noise floor, 2.0%)",
                         f"{KERNEL}: was optimized, now kept-baseline"]
     assert gate(compare([record], [record]), 0.02) == []
     # a rewrite the build did not use (the driver marked the record) counts as nvcc's code
     import copy
     rolled = copy.deepcopy(record)
     rolled["kernels"][0].update(status="rolled-back", reason="ptxas failed on the rewritten PTX")
-    assert gate(compare([record], [rolled]), 0.02) == [f"{KERNEL}: speedup fell from 1.250x to 1.000x",
-                                                      f"{KERNEL}: was optimized, now rolled-back"]
+    assert gate(compare([record], [rolled]), 0.02) == [
+        f"{KERNEL}: speedup fell from 1.250x to 1.000x (more than the noise floor, 2.0%)",
+        f"{KERNEL}: was optimized, now rolled-back"]
     assert "rolled-back" in render.markdown([rolled])
 
 

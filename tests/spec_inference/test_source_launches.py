@@ -64,16 +64,81 @@ def test_blocks_computed_at_run_time_are_not_constants():
     }
     """
     got = launch_blocks(src)
-    assert got["k"] == SourceBlocks(((128, 1, 1),), False)   # one site constant, one not
+    assert got["k"] == SourceBlocks(((128, 1, 1),), False, runtime=True)   # one site constant, one not
     assert "m" not in got                                     # nothing constant at all
 
 
 def test_a_name_defined_twice_differently_is_not_a_constant():
+    """Not a constant (inference must not take either for the only block), but the program
+    may launch with both: they are listed."""
     src = """
     void f() { const int threads = 256; k<<<1, threads>>>(x); }
     void g() { const int threads = 128; k<<<1, threads>>>(x); }
     """
-    assert launch_blocks(src) == {}
+    got = launch_blocks(src)
+    assert got["k"].blocks == () and not got["k"].all_constant and not got["k"].runtime
+    assert got["k"].listed == ((256, 1, 1), (128, 1, 1))
+
+
+LLM_C_STYLE = """
+int block_sizes[] = {32, 64, 128, 256, 512, 1024};
+__global__ void bias_kernel1(float* dbias, const float* dout, int B, int T, int OC) {}
+void bias1(float* dbias, const float* dout, int B, int T, int OC, int block_size) {
+    bias_kernel1<<<OC, block_size, block_size * sizeof(float)>>>(dbias, dout, B, T, OC);
+}
+void bias(int kernel_num, float* dbias, float* dout, int B, int T, int OC, int block_size);
+void bias(int kernel_num, float* dbias, float* dout, int B, int T, int OC, int block_size) {
+    switch (kernel_num) { case 1: bias1(dbias, dout, B, T, OC, block_size); break; }
+}
+int main(int argc, char **argv) {
+    for (int j = 0; j < sizeof(block_sizes) / sizeof(int); j++) {
+        int block_size = block_sizes[j];
+        bias(1, dbias, d_dout, B, T, OC, block_size);
+    }
+    for (int bs = 32; bs <= 1024; bs *= 2) doubling<<<10, bs>>>(x);
+    for (int b : block_sizes) ranged<<<1, dim3(b)>>>(x);
+    int t = 128;
+    reassigned<<<1, t>>>(x);
+    t = atoi(argv[1]);
+    std::vector<int> widths = {64, 96};
+    for (int w : widths) vectored<<<1, w>>>(x);
+}
+"""
+
+
+def test_blocks_chosen_at_run_time_from_an_array_of_constants_are_listed():
+    """The block is a parameter passed down two calls from a loop over an array of constants
+    (the style of the kernel benchmarks of open-source training code)."""
+    got = launch_blocks(LLM_C_STYLE)
+    sizes = tuple((b, 1, 1) for b in (32, 64, 128, 256, 512, 1024))
+    assert got["bias_kernel1"] == SourceBlocks((), False, sizes, False)
+    assert got["bias_kernel1"].program_blocks == sizes
+    assert got["doubling"].listed == sizes          # a counted loop
+    assert got["ranged"].listed == sizes            # a range-for over the array, through dim3(b)
+    assert got["vectored"].listed == ((64, 1, 1), (96, 1, 1))
+    assert "reassigned" not in got                   # one assignment is computed at run time
+
+
+def test_a_local_of_the_same_name_elsewhere_does_not_count():
+    """The kernel's own `int block_size = blockDim.x` is another variable than the host's."""
+    src = """
+    __global__ void k(float *x) { int block_size = blockDim.x; x[threadIdx.x] = block_size; }
+    void launch(float *x, int block_size) { k<<<1, block_size>>>(x); }
+    int main() { int sizes[] = {64, 128}; for (int j = 0; j < 2; j++) { int block_size = sizes[j]; launch(x, block_size); } }
+    """
+    assert launch_blocks(src)["k"].listed == ((64, 1, 1), (128, 1, 1))
+
+
+def test_the_bias_gradient_benchmark_lists_its_block_sizes():
+    got = launch_blocks((ROOT / "bench" / "programs" / "biasgrad" / "biasgrad.cu").read_text())
+    k = got["matmul_backward_bias_kernel1"]
+    assert k.listed == tuple((b, 1, 1) for b in (32, 64, 128, 256, 512, 1024)) and not k.runtime
+
+
+def test_listed_blocks_do_not_make_inference_take_one_block():
+    """Inference reads only the constant blocks (a listed block is not the only one)."""
+    got = launch_blocks(LLM_C_STYLE)["bias_kernel1"]
+    assert got.blocks == () and not got.all_constant
 
 
 def test_comment_markers_inside_string_literals_hide_no_launch():
@@ -98,7 +163,8 @@ def test_every_benchmark_program_launch_is_read():
         for k, block in kernels.items():
             assert got[k].blocks == (block,) and got[k].all_constant, (prog, k, got.get(k))
     sgemm = launch_blocks((ROOT / "bench" / "programs" / "sgemm" / "sgemm.cu").read_text())
-    assert "bias_relu" not in sgemm          # launched with a block computed at run time
+    # launched with `int ethreads = 256`: not a constant, but the only value it takes
+    assert sgemm["bias_relu"].blocks == () and sgemm["bias_relu"].listed == ((256, 1, 1),)
 
 
 def test_inference_takes_the_block_the_source_launches_with():

@@ -7,6 +7,12 @@ value (decoded by its PTX/C++ type) and every pointer as a buffer whose length i
 allocation holds from the pointer on: ``(extent - offset) // element size``. A second, smaller
 spec follows when the capture has another shape with the same block and less work (fewer
 threads launched), for fast checks.
+
+Beside them, :attr:`CapturedSpecs.weighted` holds every captured shape with at least
+``WEIGHTED_SHARE`` (5%) of the kernel's GPU time, with that share: the rewrite to keep is timed
+at each, weighed by it, and must not be slower at any (:mod:`superopt.search.launch_shapes`);
+:attr:`CapturedSpecs.blocks` every block the program launched it with (a ``.maxntid`` must
+let each of them launch).
 """
 from __future__ import annotations
 
@@ -25,6 +31,7 @@ __all__ = ["CaptureSpecError", "CapturedSpecs", "captured_specs", "specs_from_ca
            "shape_to_spec", "read_only_params", "ORIGIN"]
 
 ORIGIN = "captured"
+WEIGHTED_SHARE = 0.05       # a captured shape with this share of the kernel's GPU time is timed
 
 
 class CaptureSpecError(SpecError):
@@ -39,6 +46,10 @@ class CapturedSpecs:
     notes: list = field(default_factory=list)
     share: float | None = None       # fraction of the program's GPU time (None: not captured)
     captured: bool = False
+    # (LaunchSpec, fraction of the kernel's GPU time) of every shape with >= WEIGHTED_SHARE, the
+    # first spec's shape first
+    weighted: list = field(default_factory=list)
+    blocks: list = field(default_factory=list)       # every block of every captured shape
 
     @property
     def minor(self) -> bool:
@@ -298,8 +309,35 @@ def captured_specs(capture: dict, module, kernel: str) -> CapturedSpecs:
     if len(shapes) > 1:
         notes.append(f"{len(shapes)} shapes captured; spec from the one with {shapes[0]['total_ms']:.3f} ms "
                      f"of {k.get('total_ms', 0):.3f} ms")
+    res.blocks = list(dict.fromkeys(tuple(int(b) for b in sh["block"]) for sh in shapes))
+    res.weighted = _weighted(fn, infos, names, shapes, main, main_shape, ro, notes)
     res.notes = list(dict.fromkeys(notes))
     return res
+
+
+def shape_shares(shapes: list[dict]) -> list[float]:
+    """Each captured shape's fraction of the kernel's GPU time (of its launches when untimed)."""
+    total = sum(float(sh.get("total_ms") or 0) for sh in shapes)
+    if total > 0:
+        return [float(sh.get("total_ms") or 0) / total for sh in shapes]
+    count = sum(int(sh.get("count") or 0) for sh in shapes)
+    return [int(sh.get("count") or 0) / count if count else 0.0 for sh in shapes]
+
+
+def _weighted(fn, infos, names, shapes, main, main_shape, ro, notes) -> list:
+    """(spec, share) of the main shape and of every other with >= WEIGHTED_SHARE of the kernel's
+    time; a shape no spec can express is left out with a note."""
+    shares = shape_shares(shapes)
+    out = [(main, shares[shapes.index(main_shape)])]
+    for sh, share in zip(shapes, shares):
+        if sh is main_shape or share < WEIGHTED_SHARE:
+            continue
+        try:
+            out.append((shape_to_spec(fn, infos, names, sh, ro), share))
+        except SpecError as e:
+            notes.append(f"a captured shape with {100 * share:.0f}% of the kernel's time (grid {sh['grid']}, "
+                         f"block {sh['block']}) cannot be timed: {e}")
+    return out
 
 
 def specs_from_capture(capture: dict, module, kernel: str) -> list[LaunchSpec]:
