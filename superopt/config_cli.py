@@ -15,10 +15,9 @@ def load_toml(path: str | None) -> tuple[dict, list[str]]:
     """(the parsed file with ``config_path``, problems naming the file)."""
     if not path:
         return {}, []
-    import tomllib
+    from superopt.store.safe_files import read_toml     # regular file, size cap, nesting
     try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
+        data = read_toml(path)
     except (OSError, ValueError) as exc:
         return {}, [f"{path}: {' '.join(str(exc).split())}; ignoring it"]
     from superopt.settings import unknown_key_problems

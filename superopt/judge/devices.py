@@ -36,7 +36,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from superopt.judge.gpu_lock import LockTimeout, lock_path
-from superopt.store.private_dir import open_private
+from superopt.store.safe_files import open_regular
 
 
 @dataclass(frozen=True)
@@ -163,7 +163,7 @@ def allowed_devices() -> list[Device]:
 
 def _try(dev: Device) -> int | None:
     """The fd holding ``dev``'s lock, or None when another holder has it."""
-    fd = open_private(lock_path(dev.uuid), os.O_RDWR | os.O_CREAT)
+    fd = open_regular(lock_path(dev.uuid), os.O_RDWR | os.O_CREAT)    # no symlink, no FIFO
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
