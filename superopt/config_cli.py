@@ -57,6 +57,8 @@ def config_command(source, show_all, as_json):
     from superopt.store.locations import lockfile_to_read, lockfile_to_write
 
     data, path, how, problems = project_config(source)
+    from superopt.setting_checks import setting_problems
+    problems = problems + setting_problems(config=data)
     src_dir = str(Path(source).resolve().parent) if source else None
     from superopt.model.dataset import dataset_dir
     # Defaults that are places: show the place itself.

@@ -28,6 +28,7 @@ from superopt.judge import BackendJudge, Judge
 from superopt.search.loop import SearchOptions
 from superopt.search.stored import apply_stored, recheck_stored, specs_in_force
 from superopt.store.record import Fate, Status
+from superopt.setting_checks import SettingError, check_settings   # SettingError: re-exported
 from superopt.specs.capture.format import CaptureError
 from superopt.specs.sources import (SpecChoice, candidates_in_order, explicit_or_inferred,
                                     explicit_specs_key, load_configured_capture, specs_key)
@@ -63,7 +64,7 @@ def ptx_from_file(path: Path, arch: str, nvcc_args: tuple | list = ()) -> str:
         cmd = [os.environ.get("NVCC_PLUS_REAL_NVCC", "nvcc"), *defaults, *args, "-ptx", str(path),
                "-o", str(out)]
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True)
+            proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace")
         except OSError as exc:
             raise PtxSourceError(f"cannot run {cmd[0]} for {path}: {exc.strerror}; set NVCC_PLUS_REAL_NVCC") from None
         if proc.returncode != 0:
@@ -86,6 +87,7 @@ def options_from_config(config: dict | None) -> SearchOptions:
     from superopt.settings import resolve
     cfg = dict(config or {})
     flags = cfg.get("overrides") or {}
+    check_settings(cfg)            # the settings read deep in the judge and the lockfile mode
 
     def get(env_name: str):
         return resolve(env_name, config=cfg, flags=flags)[0]
@@ -120,10 +122,6 @@ def search_minor(config: dict | None) -> bool:
     from superopt.settings import resolve
     v, _ = resolve("NVCC_PLUS_SEARCH_MINOR", config=config or {})
     return v is True or str(v).strip().lower() in ("1", "true", "yes", "on")
-
-
-class SettingError(ValueError):
-    """A setting with a value nvcc-plus does not know; the message names the setting."""
 
 
 def _validate(opts: SearchOptions) -> None:

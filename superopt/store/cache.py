@@ -171,8 +171,13 @@ class DecisionCache:
         return removed
 
     def clear(self) -> int:
+        """Remove every entry; what is not a file (a folder planted as an entry) is removed too."""
+        import shutil
         n = 0
         for p in self.entries():
-            p.unlink(missing_ok=True)
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                p.unlink(missing_ok=True)
             n += 1
         return n
