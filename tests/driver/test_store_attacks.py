@@ -298,3 +298,19 @@ def test_own_checkout_is_trusted(tmp_path):
     proj = _checkout(tmp_path)
     assert discovery.find_upwards("nvcc-plus.toml", str(proj / "src")) == str(proj / "nvcc-plus.toml")
     assert lockfile_to_read(str(proj / "src"), cwd=str(proj / "src"), env={}) == proj / "nvcc-plus.lock"
+
+
+def test_fifo_capture_file_is_not_used_and_does_not_stall_the_build(tmp_path, monkeypatch):
+    """NVCC_PLUS_CAPTURE is read by every compilation of the build."""
+    from tests.search.test_locked_mode_linear import _files
+    from superopt.optimize import optimize_module
+    from superopt.specs import sources
+    os.mkfifo(tmp_path / "app.capture.json")
+    monkeypatch.setenv("NVCC_PLUS_CAPTURE", str(tmp_path / "app.capture.json"))
+    monkeypatch.setenv("NVCC_PLUS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    sources._CAPTURES.clear()
+    ptx, cu = _files(tmp_path, 2)
+    with must_finish_within(10):
+        res = optimize_module(ptx, source=cu, config={"no_gpu": "locked", "backend": "emulator"})
+    assert any("capture not used" in m and "FIFO" in m for m in res.messages), res.messages
