@@ -23,7 +23,6 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from superopt.specs.capture.format import MINOR_SHARE, CaptureError, load_capture
 
