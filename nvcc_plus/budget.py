@@ -43,13 +43,16 @@ class Ledger:
         self.token = f"{os.getpid()}:{os.urandom(4).hex()}"
 
     def _update(self, fn):
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        from superopt.store.safe_files import STATS_LIMIT, FileTooLarge, loads_json, open_regular, read_fd
+        # a regular file only (a FIFO or device named by NVCC_PLUS_BUILD_LEDGER is an OSError
+        # the driver reports), never through a symlink, never read past STATS_LIMIT
+        fd = open_regular(self.path, os.O_RDWR | os.O_CREAT)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            raw = os.read(fd, 1 << 20)
             try:
-                data = json.loads(raw) if raw.strip() else {}
-            except ValueError:
+                raw = read_fd(fd, STATS_LIMIT, self.path)
+                data = loads_json(raw) if raw.strip() else {}
+            except (ValueError, FileTooLarge):
                 data = {}
             if not isinstance(data, dict) or time.time() - float(data.get("touched", 0)) > STALE_S:
                 data = {}

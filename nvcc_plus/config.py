@@ -104,9 +104,8 @@ def load(plus: dict[str, str] | None = None, env: dict[str, str] | None = None,
     doc: dict = {}
     if path:
         try:
-            import tomllib
-            with open(path, "rb") as f:
-                data = tomllib.load(f)
+            from superopt.store.safe_files import read_toml   # regular file, size cap, nesting
+            data = read_toml(path)
         except (OSError, ValueError) as exc:
             cfg.problems.append(f"{path}: {' '.join(str(exc).split())}; ignoring it")
             data = {}

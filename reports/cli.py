@@ -19,6 +19,7 @@ import click
 from reports.compare import compare, gate, geomean, mismatches
 from reports.keyed import current_kernels
 from reports.load import RecordError, load_record_files
+from superopt.cli_input import FiniteFloat
 
 EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT, EXIT_MISSING_DEPENDENCY = 0, 1, 2, 3
 
@@ -39,7 +40,8 @@ def _load(paths):
 @click.command("report")
 @click.argument("records", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["term", "md", "html"]), default="term", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here instead of stdout.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write here instead of stdout (every format; term as plain text).")
 @click.option("--no-sass", is_flag=True, help="HTML: skip SASS (by default made with ptxas + cuobjdump/nvdisasm when installed).")
 def report_command(records, fmt, output, no_sass):
     """Render records as a table, Markdown or a self-contained HTML page.
@@ -58,11 +60,16 @@ def report_command(records, fmt, output, no_sass):
     from reports import render
     from reports.html import HtmlUnavailable
     loaded = _load(records)
-    if fmt == "term":
+    if fmt == "term" and not output:
         render.terminal(loaded)
         return
     try:
-        text = render.markdown(loaded) if fmt == "md" else render.html_report(loaded, sass=False if no_sass else None)
+        if fmt == "term":
+            text = _terminal_text(loaded)
+        elif fmt == "md":
+            text = render.markdown(loaded)
+        else:
+            text = render.html_report(loaded, sass=False if no_sass else None)
     except HtmlUnavailable as exc:
         click.echo(f"superopt report: {exc}", err=True)
         sys.exit(EXIT_MISSING_DEPENDENCY)
@@ -74,6 +81,19 @@ def report_command(records, fmt, output, no_sass):
         click.echo(f"wrote {output}")
     else:
         click.echo(text)
+
+
+def _terminal_text(loaded) -> str:
+    """The terminal table as plain text (no colours, 120 columns), for ``--format term -o``."""
+    import io
+
+    from rich.console import Console
+
+    from reports import render
+    buf = io.StringIO()
+    render.terminal(loaded, console=Console(file=buf, width=120, color_system=None, force_terminal=False,
+                                            highlight=False))
+    return buf.getvalue()
 
 
 def _fmt(speedup: float | None) -> str:
@@ -116,7 +136,7 @@ def compare_command(old, new):
 @click.command("gate")
 @click.argument("old", type=click.Path(exists=True, path_type=Path))
 @click.argument("new", type=click.Path(exists=True, path_type=Path))
-@click.option("--max-regression", default=0.02, show_default=True, type=click.FloatRange(0, 1, max_open=True),
+@click.option("--max-regression", default=0.02, show_default=True, type=FiniteFloat(0, 1, max_open=True),
               help="Allowed relative loss of speedup (0.02 = 2%); a kernel whose timings in OLD or NEW "
                    "spread more allows that much.")
 def gate_command(old, new, max_regression):

@@ -62,7 +62,11 @@ def validate(record: dict, where: str = "record") -> dict:
     if record.get("schema_version") not in SUPPORTED_VERSIONS:
         raise RecordError(f"{where}: record version {record.get('schema_version')} is not supported "
                           f"(this nvcc-plus reads {SUPPORTED_VERSIONS})")
-    errors = sorted(_validator().iter_errors(record), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
+    try:
+        errors = sorted(_validator().iter_errors(record),
+                        key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
+    except RecursionError:
+        raise RecordError(f"{where}: nested too deeply to be a record") from None
     if errors:
         first = errors[0]
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
@@ -75,13 +79,18 @@ def _parse(text: bytes | str, where: str) -> dict:
         data = json.loads(text)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise RecordError(f"{where}: not JSON ({exc})") from None
+    except RecursionError:
+        raise RecordError(f"{where}: not JSON (nested too deeply)") from None
     return validate(data, where)
 
 
 def load_record(path: str | Path) -> dict:
+    """One record file: a regular file (a FIFO or device is refused at once) of at most
+    ``INPUT_LIMIT`` bytes (superopt.store.safe_files)."""
+    from superopt.store.safe_files import INPUT_LIMIT, read_bytes
     path = Path(path)
     try:
-        text = path.read_bytes()
+        text = read_bytes(path, INPUT_LIMIT, follow=True)
     except OSError as exc:
         raise RecordError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     return _parse(text, str(path))
@@ -92,16 +101,24 @@ def _is_archive(path: Path) -> bool:
 
 
 def _load_archive(path: Path) -> list[LoadedRecord]:
+    from superopt.store.safe_files import INPUT_LIMIT, open_regular
     out = []
     try:
-        with tarfile.open(path) as tar:
+        fd = open_regular(path, follow=True)          # a FIFO named x.tar.gz is refused at once
+    except OSError as exc:
+        raise RecordError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    try:
+        with open(fd, "rb") as raw, tarfile.open(fileobj=raw) as tar:
             for member in sorted(tar.getmembers(), key=lambda m: m.name):
                 if not (member.isfile() and member.name.endswith(".json")):
                     continue
                 where = f"{path}:{member.name}"
+                if member.size > INPUT_LIMIT:
+                    raise RecordError(f"{where}: {member.size} bytes, over the {INPUT_LIMIT >> 20} MiB "
+                                      f"limit of a record")
                 handle = tar.extractfile(member)
                 out.append(LoadedRecord(where, _parse(handle.read() if handle else b"", where)))
-    except (tarfile.TarError, OSError) as exc:
+    except (tarfile.TarError, OSError, EOFError) as exc:
         raise RecordError(f"{path}: not a readable archive of records ({exc})") from None
     return out
 

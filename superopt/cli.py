@@ -7,8 +7,10 @@ from pathlib import Path
 
 import click
 
+from superopt.cli_input import BadInput, FiniteFloat, SafeGroup, parse_ptx, ptx_input, read_input, write_output
 
-@click.group()
+
+@click.group(cls=SafeGroup)
 @click.version_option(package_name="nvcc-plus")
 def main() -> None:
     """superopt: optimize, verify and measure PTX kernels."""
@@ -29,12 +31,13 @@ def _console():
 
 
 def _ptx_of(path: Path, arch: str, nvcc_args=()) -> str:
-    """PTX text of a .ptx or .cu file (see :func:`superopt.toolchain.ptx_from_file`)."""
-    from superopt.toolchain import PtxSourceError, ptx_from_file
-    try:
-        return ptx_from_file(path, arch, nvcc_args)
-    except PtxSourceError as exc:
-        raise click.ClickException(str(exc)) from None
+    """PTX text of a .ptx or .cu file (see :func:`superopt.cli_input.ptx_input`)."""
+    return ptx_input(path, arch, nvcc_args)
+
+
+# Rows of the optimize table: a module of 20,000 kernels took a minute to draw, and no one
+# reads that many rows (the record holds them all).
+MAX_TABLE_ROWS = 200
 
 
 class _KernelProgress:
@@ -54,7 +57,7 @@ class _KernelProgress:
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.argument("nvcc_args", nargs=-1, type=click.UNPROCESSED)
 @click.option("--kernel", "kernels", multiple=True, help="Only this kernel (mangled or demangled name); repeatable.")
-@click.option("--budget", type=float, help="Seconds per kernel (default: NVCC_PLUS_BUDGET or 30).")
+@click.option("--budget", type=FiniteFloat(min=0), help="Seconds per kernel (default: NVCC_PLUS_BUDGET or 30).")
 @click.option("--arch", default="sm_90", show_default=True, help="Target for .cu inputs (an -arch in NVCC_ARGS wins).")
 @click.option("--backend", type=click.Choice(["auto", "gpu", "emulator"]), default=None,
               help="Default: NVCC_PLUS_BACKEND, nvcc-plus.toml, else auto.")
@@ -68,14 +71,20 @@ def optimize_command(file: Path, nvcc_args, kernels, budget, arch, backend, no_g
 
     Options go before FILE; everything after FILE goes to nvcc as compiler flags
     (superopt optimize --budget 10 k.cu -Iinclude -DN=4096 -std=c++17). nvcc-plus.toml is
-    found as a compilation of FILE finds it (superopt config --source FILE shows it)."""
+    found as a compilation of FILE finds it (superopt config --source FILE shows it).
+    Exit 0 done; 2 bad input (FILE unreadable or not PTX, nvcc failed, a bad setting,
+    an unusable lockfile, an output that cannot be written), with one line saying which."""
     from rich.table import Table
 
     from superopt.config.cli import project_config
     from superopt.config.resolved import Settings, SettingError
     from superopt.optimize import optimize_module
+    from superopt.store.lockfile import LockfileError
 
     console = _console()
+    if file.suffix == ".ptx" and nvcc_args:
+        raise BadInput(f"{' '.join(nvcc_args)}: what follows FILE goes to nvcc, which a .ptx input does not "
+                       f"run; put superopt's options (-o, --report, ...) before FILE")
     ptx = _ptx_of(file, arch, nvcc_args)
     config, _, _, problems = project_config(file)
     for p in problems:
@@ -83,35 +92,42 @@ def optimize_command(file: Path, nvcc_args, kernels, budget, arch, backend, no_g
     # "search": an explicit optimize searches now, whatever NVCC_PLUS_SEARCH says for builds
     overrides = {"backend": backend, "budget": budget, "no_gpu": no_gpu, "search": "now"}
     settings = Settings(config, flags={k: v for k, v in overrides.items() if v is not None})
-    import ptx_ir
-    module = ptx_ir.parse(ptx)
+    module = parse_ptx(ptx, file)
     wanted = _resolve_kernels(module, kernels)
     with console.status(f"optimizing {len(wanted) or len(module.kernels)} kernel(s) of {file.name} ...") as status:
         try:
             result = optimize_module(ptx, source=str(file), settings=settings, kernels=wanted or None,
                                      progress=_KernelProgress(status, file.name))
-        except SettingError as exc:
-            raise click.ClickException(str(exc)) from None
+        except (SettingError, LockfileError) as exc:
+            raise BadInput(str(exc)) from None
     table = Table(title=f"superopt: {file.name}")
     for col in ("kernel", "status", "winner", "speedup", "candidates", "reason"):
         table.add_column(col)
-    for k in result.records["kernels"]:
+    kernel_records = result.records["kernels"]
+    for k in kernel_records[:MAX_TABLE_ROWS]:
         cands = k.get("candidates", [])
         win = next((c for c in cands if c["fate"] in ("winner", "estimate-winner")), None)
         speed = f"{win['speedup']:.2f}x" if win and win.get("speedup") else "-"
         table.add_row(k.get("signature") or k["kernel"], k["status"] or "-", k.get("winner") or "-",
                       speed, str(len(cands)), (k.get("reason") or "")[:90])
     console.print(table)
+    if len(kernel_records) > MAX_TABLE_ROWS:
+        from collections import Counter
+        rest = Counter(str(k["status"]) for k in kernel_records[MAX_TABLE_ROWS:])
+        console.print(f"... and {len(kernel_records) - MAX_TABLE_ROWS} more kernel(s): "
+                      + ", ".join(f"{n} {s}" for s, n in rest.most_common())
+                      + " (--report DIR writes the record of every kernel)")
     for m in result.messages:
         console.print(f"[yellow]note:[/yellow] {m}")
-    _print_spec_fixes(console, module, result.records["kernels"], file)
+    _print_spec_fixes(console, module, kernel_records, file)
     if output:
-        output.write_text(result.ptx)
+        write_output(output, result.ptx, "optimized PTX")
         console.print(f"optimized PTX written to {output}")
     if report_dir:
-        report_dir.mkdir(parents=True, exist_ok=True)
+        from superopt.cli_input import make_folder
+        make_folder(report_dir, "report")
         path = report_dir / f"{file.name}.record.json"
-        path.write_text(json.dumps(result.records, indent=1))
+        write_output(path, json.dumps(result.records, indent=1), "record")
         console.print(f"record written to {path}")
 
 
@@ -122,7 +138,7 @@ def _not_verifiable(k: dict) -> bool:
 def _print_spec_fixes(console, module, kernels: list[dict], file: Path) -> None:
     """For each kernel that could not be verified: why, and the exact spec to add."""
     from superopt.specs.template import spec_template
-    source_text = file.read_text(errors="replace") if file.suffix != ".ptx" else None
+    source_text = read_input(file, "CUDA source", errors="replace") if file.suffix != ".ptx" else None
     for k in kernels:
         if not _not_verifiable(k):
             continue
@@ -143,7 +159,7 @@ def _resolve_kernels(module, names) -> list[str]:
         hits = [k.name for k in module.kernels if name in (k.name, k.signature or "")
                 or (k.signature or "").split("(")[0] == name]
         if not hits:
-            raise click.ClickException(f"no kernel named {name!r} (kernels: "
+            raise BadInput(f"no kernel named {name!r} (kernels: "
                                        f"{', '.join(k.signature or k.name for k in module.kernels)})")
         out.extend(hits)
     return out
@@ -237,7 +253,8 @@ def try_command(pass_file: Path, targets, backend, arch, json_out, strict):
     """Run a user pass over files: where it fired, whether each rewrite verified, speedups.
 
     Exit 0 when no rewrite failed, 1 when one did (with --strict, also when one was not
-    verified). A rewrite of a kernel without a launch spec is only assembled: it is
+    verified), 2 when the pass file cannot be read or loaded (a file of --on that cannot
+    be read is a row "unreadable"). A rewrite of a kernel without a launch spec is only assembled: it is
     counted apart, never as passing."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -247,10 +264,17 @@ def try_command(pass_file: Path, targets, backend, arch, json_out, strict):
     from superopt.passes import load_pass_file
 
     console = _console()
+    from superopt.cli_input import require_regular
+    from superopt.config.checks import JUDGE_SETTINGS, SettingError, check_settings
+    try:
+        check_settings(names=JUDGE_SETTINGS)
+    except SettingError as exc:
+        raise BadInput(str(exc)) from None
+    require_regular(pass_file, "pass file")
     try:
         infos = load_pass_file(pass_file)
     except Exception as exc:  # noqa: BLE001 - the user's file: say which and why, no traceback
-        raise click.ClickException(f"{pass_file}: cannot load the pass ({type(exc).__name__}: {exc})") from None
+        raise BadInput(f"{pass_file}: cannot load the pass ({type(exc).__name__}: {exc})") from None
     files = []
     for t in targets:
         files.extend(sorted(p for p in t.rglob("*") if p.suffix in (".ptx", ".cu")) if t.is_dir() else [t])
@@ -275,7 +299,7 @@ def try_command(pass_file: Path, targets, backend, arch, json_out, strict):
     counts = try_counts(rows)
     console.print(try_summary(counts))
     if json_out:
-        json_out.write_text(json.dumps({"counts": counts, "rows": rows}, indent=1))
+        write_output(json_out, json.dumps({"counts": counts, "rows": rows}, indent=1), "results")
     bad = counts["failed"] or (strict and (counts["unchecked"] or counts["not_judged"]))
     sys.exit(1 if bad else 0)
 
@@ -290,7 +314,7 @@ def _try_file(path: Path, arch: str, infos, pass_file: Path, judge, progress, ta
     rows = []
     try:
         ptx = _ptx_of(path, arch)
-        module = ptx_ir.parse(ptx)
+        module = parse_ptx(ptx, path)
     except Exception as exc:  # noqa: BLE001 - one bad file is one row
         msg = exc.format_message() if isinstance(exc, click.ClickException) else str(exc)
         return [{"file": str(path), "kernel": "-", "pass": "-", "fate": "unreadable", "reason": msg[:200]}]

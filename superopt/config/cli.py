@@ -15,10 +15,9 @@ def load_toml(path: str | None) -> tuple[dict, list[str]]:
     """(the parsed file with ``config_path``, problems naming the file)."""
     if not path:
         return {}, []
-    import tomllib
+    from superopt.store.safe_files import read_toml     # regular file, size cap, nesting
     try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
+        data = read_toml(path)
     except (OSError, ValueError) as exc:
         return {}, [f"{path}: {' '.join(str(exc).split())}; ignoring it"]
     from superopt.config.settings import unknown_key_problems
@@ -58,6 +57,8 @@ def config_command(source, show_all, as_json):
     from superopt.store.locations import lockfile_to_read, lockfile_to_write
 
     data, path, how, problems = project_config(source)
+    from superopt.config.checks import setting_problems
+    problems = problems + setting_problems(data)
     src_dir = str(Path(source).resolve().parent) if source else None
     from superopt.model.dataset import dataset_dir
     # Defaults that are places: show the place itself.

@@ -170,7 +170,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("SUPEROPT_FAKE_GPUS", "", "tests: fake GPU list (names) for the device lease", "developer"),
     Setting("SUPEROPT_DRYRUN_TIME_S", "0.05", "bench/scale --dry-run: seconds a fake timing takes",
             "developer"),
-    Setting("NVCC_PLUS_DEBUG", "", "1: `superopt generate` shows the traceback of an internal error "
+    Setting("NVCC_PLUS_DEBUG", "", "1: `superopt` commands show the traceback of an internal error "
             "instead of one line", "developer"),
     Setting("NVCC_PLUS_FULL_CORPUS", "", "tests: run the pass tests over the whole corpus",
             "developer"),

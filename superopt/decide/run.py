@@ -112,13 +112,8 @@ class ModuleRun:
         nvcc-plus.toml or a ``nvcc-plus:`` comment in the source. Without either there is nothing
         to parse, and a build applying stored decisions does not load the spec machinery."""
         if self._explicit_possible is None:
-            text = ""
-            if self.source:
-                try:
-                    with open(self.source, "rb") as f:
-                        text = f.read(64 << 20).decode("utf-8", "replace")
-                except OSError:
-                    text = ""
+            from superopt.specs.sources import source_text_of
+            text = source_text_of(self.source) or ""
             self._explicit_possible = bool(self.settings.document.get("kernels")) or "nvcc-plus:" in text
         return self._explicit_possible
 

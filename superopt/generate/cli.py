@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from superopt.cli_input import FiniteFloat
 from superopt.config.settings import env_value
 
 __all__ = ["generate_command"]
@@ -70,10 +71,11 @@ def _fail(console, message: str, code: int = 2):
 @click.option("--model", "model_name", help="The served model name.")
 @click.option("--rounds", default=3, show_default=True, type=int, help="The first round plus repair rounds.")
 @click.option("--samples", default=2, show_default=True, type=int, help="Answers per round.")
-@click.option("--budget", default=600.0, show_default=True, type=float, help="Wall seconds for the whole generation.")
+@click.option("--budget", default=600.0, show_default=True, type=FiniteFloat(min=0, min_open=True),
+              help="Wall seconds for the whole generation.")
 @click.option("--max-tokens", default=2048, show_default=True, type=int, help="Tokens per answer.")
 @click.option("--max-statements", default=160, show_default=True, type=int, help="Statements in the body (grammar bound).")
-@click.option("--temperature", default=0.7, show_default=True, type=float)
+@click.option("--temperature", default=0.7, show_default=True, type=FiniteFloat(0, 5))
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               help="Where the verified PTX goes (default NAME.ptx).")
@@ -122,16 +124,20 @@ def _run(console, description, description_file, signature, reference, spec, tar
     if description_file is not None:
         if description:
             _fail(console, "give the description as an argument or with --description-file, not both")
+        from superopt.cli_input import BadInput, read_input
         try:
-            description = description_file.read_text()
-        except (OSError, UnicodeDecodeError) as e:
-            _fail(console, f"cannot read {description_file}: {e}")
+            description = read_input(description_file, "description")   # no FIFO, size cap, UTF-8
+        except BadInput as e:
+            _fail(console, e.format_message())
     if not description:
         _fail(console, "no DESCRIPTION: say what the kernel computes (or --description-file FILE)")
     try:
         Policy.parse(policy)
     except ValueError as e:
         _fail(console, f"--policy: {e}")
+    from superopt.config.checks import JUDGE_SETTINGS, setting_problems
+    for problem in setting_problems(names=JUDGE_SETTINGS):
+        _fail(console, problem)
     options = GenerateOptions(rounds=rounds, samples=samples, budget_s=budget, max_tokens=max_tokens,
                               max_statements=max_statements, temperature=temperature, seed=seed,
                               save_dataset=not no_dataset)

@@ -306,7 +306,7 @@ def rename_entry(ptx: str, old: str, new: str) -> str:
 def load_cuda_reference(path: Path, kernel: str | None, sig: KernelSignature | None, target: str) -> CudaReference:
     """Compile ``path`` with nvcc, pick its kernel (``kernel``, else the signature's name, else
     the only one), rename it to the signature's name, and check that the signatures agree."""
-    from superopt.toolchain import PtxSourceError, ptx_from_file
+    from superopt.cli_input import PtxSourceError, ptx_from_file
     from superopt.specs.comments import find_kernels
     source = path.read_text(errors="replace")
     try:

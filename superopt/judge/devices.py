@@ -43,7 +43,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from superopt.judge.gpu_lock import lock_path
-from superopt.store.private_dir import open_private
+from superopt.store.safe_files import open_regular
 
 
 @dataclass(frozen=True)
@@ -180,7 +180,7 @@ def allowed_devices() -> list[Device]:
 
 def _try(dev: Device) -> int | None:
     """The fd holding ``dev``'s lock, or None when another holder has it."""
-    fd = open_private(lock_path(dev.uuid), os.O_RDWR | os.O_CREAT)
+    fd = open_regular(lock_path(dev.uuid), os.O_RDWR | os.O_CREAT)    # no symlink, no FIFO
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -321,9 +321,9 @@ def gpu_step(gpu: str, kind: str):
         return
     deadline = getattr(_local, "deadline", None)
     with phase("gpu_wait"):
-        turn = open_private(lock_path(f"{gpu}-turnstile"), os.O_RDWR | os.O_CREAT)
+        turn = open_regular(lock_path(f"{gpu}-turnstile"), os.O_RDWR | os.O_CREAT)     # no symlink, no FIFO
         try:
-            main = open_private(lock_path(gpu), os.O_RDWR | os.O_CREAT)
+            main = open_regular(lock_path(gpu), os.O_RDWR | os.O_CREAT)
             try:
                 _flock_until(turn, fcntl.LOCK_EX, deadline)
                 _flock_until(main, how, deadline)

@@ -7,7 +7,8 @@
 An fcntl lock on ``<lock dir>/gpu-<id>.lock``: released by the kernel when the process exits,
 so a crashed compilation never leaves a stale lock. The lock dir is NVCC_PLUS_LOCK_DIR, else
 $XDG_RUNTIME_DIR/nvcc-plus, else <tmp>/nvcc-plus-locks-<uid>, created private (mode 0700,
-owner checked, never through a symlink: see superopt.store.private_dir). The id is whatever names the GPU
+owner checked, never through a symlink: see superopt.store.private_dir; the lock file itself
+must be a regular file, opened without following a symlink: superopt.store.safe_files). The id is whatever names the GPU
 stably (an index, or better a UUID from CUDA_VISIBLE_DEVICES/cuDeviceGetUuid).
 """
 from __future__ import annotations
@@ -19,7 +20,8 @@ import tempfile
 import time
 from contextlib import contextmanager
 
-from superopt.store.private_dir import open_private, private_dir
+from superopt.store.private_dir import private_dir
+from superopt.store.safe_files import open_regular
 
 
 class LockTimeout(TimeoutError):
@@ -43,7 +45,7 @@ def lock_path(gpu: int | str) -> str:
 @contextmanager
 def gpu_lock(gpu: int | str, timeout: float | None = None, poll: float = 0.05):
     """Hold GPU ``gpu`` exclusively. timeout None waits forever; 0 tries once."""
-    fd = open_private(lock_path(gpu), os.O_RDWR | os.O_CREAT)
+    fd = open_regular(lock_path(gpu), os.O_RDWR | os.O_CREAT)    # no symlink, no FIFO
     try:
         if timeout is None:
             fcntl.flock(fd, fcntl.LOCK_EX)

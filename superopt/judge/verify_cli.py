@@ -7,12 +7,17 @@ misbehaves, ...).
 from __future__ import annotations
 
 import json
+import math
 import sys
 
 import click
 
 from superopt.judge.check import COULD_NOT_JUDGE, EXIT_CODES, Policy, Verdict, check
 from superopt.specs.launch_spec import SpecError, load_spec
+from superopt.cli_input import FiniteFloat
+from superopt.store import safe_files
+
+MAX_SETS = 1000          # input sets per launch shape; each is launched four times
 
 __all__ = ["verify_command", "verify_files"]
 
@@ -26,15 +31,23 @@ def verify_files(baseline: str, candidate: str, kernel: str, spec_file: str | No
     def cnj(reason: str) -> Verdict:
         return Verdict(status=COULD_NOT_JUDGE, reason=reason, policy=str(pol))
 
-    if sets < 1:
-        return cnj(f"--sets must be at least 1, not {sets}")
+    if not 1 <= sets <= MAX_SETS:
+        return cnj(f"--sets must be from 1 to {MAX_SETS}, not {sets}")
+    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
+        return cnj(f"--timeout must be a number of seconds > 0, not {timeout}")
+    from superopt.config.checks import JUDGE_SETTINGS, setting_problems
+    problems = setting_problems(names=JUDGE_SETTINGS)
+    if problems:
+        return cnj("; ".join(problems))
     texts = []
     for path in (baseline, candidate):
+        # a regular file (a FIFO or /dev/zero is refused at once), at most INPUT_LIMIT bytes
         try:
-            with open(path, encoding="utf-8") as f:
-                texts.append(f.read())
-        except (OSError, UnicodeDecodeError) as e:
-            return cnj(f"cannot read PTX {path}: {e}")
+            texts.append(safe_files.read_text(path, safe_files.INPUT_LIMIT, follow=True))
+        except UnicodeDecodeError as e:
+            return cnj(f"cannot read PTX {path}: not UTF-8 text (byte {e.start})")
+        except OSError as e:
+            return cnj(f"cannot read PTX {path}: {e.strerror or e}")
     base_ptx, cand_ptx = texts
     import ptx_ir
     modules = []
@@ -79,16 +92,16 @@ def verify_files(baseline: str, candidate: str, kernel: str, spec_file: str | No
 @click.argument("baseline", type=click.Path(dir_okay=False))
 @click.argument("candidate", type=click.Path(dir_okay=False))
 @click.option("--kernel", required=True, help="Kernel (.entry) name; a unique substring of the mangled name works.")
-@click.option("--spec", "spec_file", type=click.Path(dir_okay=False),
+@click.option("--spec", "spec_file", type=click.Path(exists=True, dir_okay=False),
               help="Launch spec (TOML or JSON); without it the spec is inferred from BASELINE, as the optimizer does.")
 @click.option("--backend", default="gpu", show_default=True, help="gpu | emulator")
 @click.option("--policy", default="exact", show_default=True,
               help="exact (bit-identical, NaN==NaN) | ulp:N | rel:X (opt-in tolerance, float buffers only)")
-@click.option("--sets", default=4, show_default=True, type=click.IntRange(min=1),
-              help="Input sets (each launched twice per kernel); at least 1.")
-@click.option("--seed", type=int, default=None, help="Master seed (default: fresh from os.urandom).")
-@click.option("--timeout", type=float, default=None, help="Seconds per launch (default: 10 for the baseline, "
-              "max(2, 50x baseline) for the candidate).")
+@click.option("--sets", default=4, show_default=True, type=click.IntRange(min=1, max=MAX_SETS),
+              help=f"Input sets (each launched twice per kernel); 1 to {MAX_SETS}.")
+@click.option("--seed", type=click.IntRange(min=0), default=None, help="Master seed (default: fresh from os.urandom).")
+@click.option("--timeout", type=FiniteFloat(min=0, min_open=True), default=None,
+              help="Seconds per launch, > 0 (default: 10 for the baseline, max(2, 50x baseline) for the candidate).")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
 def verify_command(baseline, candidate, kernel, spec_file, backend, policy, sets, seed, timeout, as_json):
     """Judge CANDIDATE against BASELINE: exit 0 accepted, 1 rejected, 2 could not judge."""

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import click
 
+from superopt.cli_input import BadInput, FiniteFloat
+
 CHECK_KERNEL = """.version 8.0
 .target sm_90
 .address_size 64
@@ -141,7 +143,7 @@ def model_group():
 @click.option("--model", "model", help="The served model name (default: NVCC_PLUS_LLM_MODEL or the server's first).")
 @click.option("--mode", "modes", multiple=True, type=click.Choice(["plan", "rewrite"]),
               help="Check only this mode (repeatable; default both).")
-@click.option("--max-tokens", type=int, help="Token limit per answer (default: from the kernel's size).")
+@click.option("--max-tokens", type=click.IntRange(min=1), help="Token limit per answer (default: from the kernel's size).")
 def check_command(test_model, local, url, model, modes, max_tokens):
     """Load/reach the model, run one constrained generation in each mode, parse the answers.
 
@@ -186,7 +188,7 @@ def serve_command_line(model_path: str, *, host: str, port: int, python: str, se
 @click.option("--model", "model", required=True, metavar="PATH",
               help="A model folder, a .gguf file (converted once to safetensors) or 'test-model'.")
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8000, show_default=True, type=int)
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535))
 @click.option("--name", "served_name", help="The name clients use (default: the path).")
 @click.option("--python", default=sys.executable, show_default="this Python",
               help="The Python that has vllm installed (e.g. a separate virtual environment).")
@@ -232,27 +234,30 @@ def serve_command(model, host, port, served_name, python, dry_run, vllm_args):
 @click.option("--model", "model")
 @click.option("--backend", type=click.Choice(["auto", "gpu", "emulator"]), default="auto", show_default=True)
 @click.option("--mode", "modes", multiple=True, type=click.Choice(["plan", "rewrite"]))
-@click.option("--rounds", type=int)
-@click.option("--samples", type=int)
-@click.option("--budget", type=float, help="Model seconds for this kernel.")
+@click.option("--rounds", type=click.IntRange(min=1))
+@click.option("--samples", type=click.IntRange(min=1))
+@click.option("--budget", type=FiniteFloat(min=0), help="Model seconds for this kernel.")
 @click.option("--report", "report", type=click.Path(dir_okay=False, path_type=Path), help="Write the kernel record here.")
 def propose_command(file, kernel, spec_file, test_model, local, url, model, backend, modes, rounds, samples, budget,
                     report):
-    """Run the rules and the model on one kernel of a .ptx/.cu file; show every round."""
-    import ptx_ir
-    from superopt.specs.launch_spec import load_spec
+    """Run the rules and the model on one kernel of a .ptx/.cu file; show every round.
+
+    Exit 0 done; 2 bad input (FILE or --spec unreadable or invalid, no model configured)."""
+    from superopt.cli_input import parse_ptx, ptx_input, write_output
+    from superopt.specs.launch_spec import SpecError, load_spec
     from superopt.model.base import ModelConfig, ModelError
     from superopt.model.proposer import ModelProposer, ProposerOptions, search_with_model
     from superopt.judge import BackendJudge
-    from superopt.config.resolved import Settings
+    from superopt.config.resolved import Settings, SettingError
     from superopt.search.options import search_options
     from superopt.specs.sources import find_spec
-    from superopt.toolchain import PtxSourceError, ptx_from_file
 
+    ptx = ptx_input(file, "sm_90")
+    module = parse_ptx(ptx, file)
     try:
         be = _backend_from_options(test_model, local, url, model)
     except ModelError as e:
-        raise click.ClickException(str(e))
+        raise BadInput(str(e))
     cfg = ModelConfig.from_env()
     opts = ProposerOptions.from_config(cfg)
     if modes:
@@ -260,18 +265,19 @@ def propose_command(file, kernel, spec_file, test_model, local, url, model, back
     for k, v in (("rounds", rounds), ("samples", samples), ("budget_s", budget)):
         if v is not None:
             setattr(opts, k, v)
-    try:
-        ptx = ptx_from_file(file, "sm_90")
-    except PtxSourceError as e:
-        raise click.ClickException(str(e)) from None
-    module = ptx_ir.parse(ptx)
     names = [k.name for k in module.kernels if kernel in (k.name, k.signature or "", (k.signature or "").split("(")[0])]
     if len(names) != 1:
-        raise click.ClickException(f"kernel {kernel!r} matches {len(names)} kernels")
+        raise BadInput(f"kernel {kernel!r} matches {len(names)} kernels")
     name = names[0]
-    specs = [load_spec(spec_file, name)] if spec_file else find_spec(module, name, source=str(file), settings=None)[0]
+    try:
+        specs = [load_spec(spec_file, name)] if spec_file else find_spec(module, name, source=str(file), settings=None)[0]
+    except SpecError as e:
+        raise BadInput(f"{spec_file}: {e}") from None
     target = module.target[0] if module.target else "sm_90"
-    options = search_options(Settings({"backend": backend}))
+    try:
+        options = search_options(Settings({"backend": backend}))
+    except SettingError as e:
+        raise BadInput(str(e)) from None
     judge = BackendJudge(backend)
     result = search_with_model(module, name, specs, target=target, options=options, judge=judge,
                                proposer=ModelProposer(be, opts))
@@ -291,7 +297,7 @@ def propose_command(file, kernel, spec_file, test_model, local, url, model, back
     if m.get("summary"):
         click.echo(f"model summary: {json.dumps(m['summary'])}; stopped: {m.get('stopped')}")
     if report:
-        report.write_text(json.dumps(rec, indent=1, default=str))
+        write_output(report, json.dumps(rec, indent=1, default=str), "record")
         click.echo(f"record written to {report}")
 
 
@@ -303,7 +309,7 @@ def dataset_group():
 @dataset_group.command("export")
 @click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @click.option("-o", "--output", default="-", show_default=True, help="The JSONL file ('-': stdout).")
-@click.option("--min-speedup", default=1.0, show_default=True, type=float,
+@click.option("--min-speedup", default=1.0, show_default=True, type=FiniteFloat(min=0),
               help="Only rewrites measured faster than this.")
 @click.option("--no-cache", is_flag=True, help="Only the given records, not the cache's saved wins.")
 @click.option("--no-chat", is_flag=True, help="Leave out the ready-made chat example ('messages').")
@@ -317,8 +323,11 @@ def export_command(paths, output, min_speedup, no_cache, no_chat, no_generations
     report_dir = env_value("NVCC_PLUS_REPORT_DIR")
     if not paths and report_dir and Path(report_dir).exists():
         paths = (Path(report_dir),)
-    stats = export(output, paths, include_cache=not no_cache, min_speedup=min_speedup, chat=not no_chat,
-                   generations=not no_generations)
+    try:
+        stats = export(output, paths, include_cache=not no_cache, min_speedup=min_speedup, chat=not no_chat,
+                       generations=not no_generations)
+    except OSError as exc:
+        raise BadInput(f"{exc.filename or output}: cannot write the dataset ({exc.strerror or exc})") from None
     msg = (f"dataset: {stats['rows']} row(s) from {stats['files']} record file(s)"
            f"{' and the cache' if not no_cache else ''}")
     if stats.get("generations"):
@@ -326,5 +335,8 @@ def export_command(paths, output, min_speedup, no_cache, no_chat, no_generations
     if stats["wins_without_text"]:
         msg += f"; {stats['wins_without_text']} kernel win(s) skipped: their records carry no PTX text"
     if stats["unreadable"]:
-        msg += f"; {stats['unreadable']} unreadable file(s)"
+        shown = stats.get("unreadable_files", [])[:3]
+        msg += f"; {stats['unreadable']} unreadable file(s)" + (f" ({'; '.join(shown)}"
+                                                                  f"{'; ...' if stats['unreadable'] > 3 else ''})"
+                                                                  if shown else "")
     click.echo(msg, err=True)

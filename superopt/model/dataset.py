@@ -161,8 +161,8 @@ def iter_json_files(paths: Iterable) -> Iterator[Path]:
         p = Path(p)
         if p.is_dir():
             yield from sorted(x for x in p.rglob("*.json") if x.is_file())
-        elif p.is_file():
-            yield p
+        else:
+            yield p           # named by the user: read (or counted unreadable), never skipped unsaid
 
 
 def save_example(kernel_record: dict, *, target: str | None = None, root: Path | None = None) -> list[Path]:
@@ -182,55 +182,39 @@ def collect(paths: Iterable = (), *, include_cache: bool = True, min_speedup: fl
             chat: bool = True, generations: bool = True) -> tuple[list[dict], dict]:
     """Rows from record files under ``paths`` and (optionally) the cache; plus counts.
     ``generations``: also verified generations (``superopt generate``: ``task = "generate"``;
-    verified, not necessarily faster, so ``min_speedup`` does not apply to them)."""
+    verified, not necessarily faster, so ``min_speedup`` does not apply to them). A file that
+    cannot be used (not a regular file, too large, not UTF-8 JSON, not shaped as a record) is
+    counted as unreadable and skipped."""
     rows: dict[str, dict] = {}
-    stats = {"files": 0, "unreadable": 0, "kernels": 0, "wins_without_text": 0, "rows": 0, "generations": 0}
+    stats = {"files": 0, "unreadable": 0, "kernels": 0, "wins_without_text": 0, "rows": 0, "generations": 0,
+             "unreadable_files": []}
+
+    def unreadable(path, why: str) -> None:
+        stats["unreadable"] += 1
+        stats["unreadable_files"].append(f"{path}: {why}")
+
     for path in iter_json_files(paths):
-        try:
-            doc = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
-            stats["unreadable"] += 1
+        doc, why = _read_json(path, follow=True)
+        if not isinstance(doc, (dict, list)):
+            unreadable(path, why or "not a JSON object or list")
             continue
         stats["files"] += 1
-        if is_generation_record(doc):
-            row = row_from_generation_record(doc) if generations else None
-            if row is not None:
-                rows.setdefault(row["id"], row)
-            continue
-        if isinstance(doc, dict) and doc.get("schema") == DATASET_SCHEMA:
-            if doc.get("task") == GENERATE_TASK and not generations:
-                continue
-            rows.setdefault(doc.get("id") or _h(json.dumps(doc, sort_keys=True)), doc)
-            continue
-        for kr in kernel_records(doc):
-            stats["kernels"] += 1
-            got = list(rows_from_kernel_record(kr, source=str(path), min_speedup=min_speedup, chat=chat))
-            if not got and any(e.get("fate") in WIN_FATES for e in kr.get("candidates", [])) \
-                    and not (kr.get("baseline") or {}).get("ptx"):
-                stats["wins_without_text"] += 1
-            for r in got:
-                rows.setdefault(r["id"], r)
+        try:
+            _collect_doc(doc, path, rows, stats, min_speedup=min_speedup, chat=chat, generations=generations)
+        except (KeyError, TypeError, AttributeError, ValueError, RecursionError) as exc:
+            unreadable(path, f"not shaped as a record ({type(exc).__name__})")
     if include_cache:
         d = dataset_dir()
         for path in sorted(d.glob("*.json")) if d.is_dir() else []:
+            row, why = _read_json(path, follow=False)
+            if not isinstance(row, dict):
+                unreadable(path, why or "not a JSON object")
+                continue
             try:
-                row = json.loads(path.read_text())
-            except (OSError, json.JSONDecodeError):
-                stats["unreadable"] += 1
-                continue
-            if row.get("task") == GENERATE_TASK:
-                if generations:
-                    rows.setdefault(row.get("id") or path.stem, row)
-                continue
-            if (row.get("speedup") or 0) <= min_speedup:
-                continue
-            if chat and "messages" not in row:
-                msgs = chat_example(row["baseline_ptx"], row["optimized_ptx"], row.get("target") or "sm_90",
-                                    (row.get("resources") or {}).get("baseline"))
-                if msgs:
-                    row["messages"] = msgs
-            rows.setdefault(row.get("id") or path.stem, row)
-    out = sorted(rows.values(), key=lambda r: (str(r.get("kernel")), r.get("id")))
+                _collect_saved(row, path, rows, min_speedup=min_speedup, chat=chat, generations=generations)
+            except (KeyError, TypeError, AttributeError, ValueError) as exc:
+                unreadable(path, f"not shaped as a saved win ({type(exc).__name__})")
+    out = sorted(rows.values(), key=lambda r: (str(r.get("kernel")), str(r.get("id"))))
     stats["rows"] = len(out)
     stats["generations"] = sum(1 for r in out if r.get("task") == GENERATE_TASK)
     return out, stats
@@ -292,6 +276,57 @@ def save_generation_row(rec: dict, root: Path | None = None) -> Path | None:
     path = root / f"{row['id']}.json"
     atomic_write_text(path, json.dumps(row, indent=1))
     return path
+
+
+def _read_json(path: Path, *, follow: bool) -> tuple[object, str | None]:
+    """(the JSON document in ``path``, None), or (None, why) when it cannot be used: not a
+    regular file (a FIFO, a device), over ``INPUT_LIMIT``, not UTF-8, not JSON, nested too deeply."""
+    from superopt.store.safe_files import INPUT_LIMIT, loads_json, read_bytes
+    try:
+        return loads_json(read_bytes(path, INPUT_LIMIT, follow=follow)), None
+    except OSError as exc:
+        return None, exc.strerror or str(exc)
+    except ValueError as exc:
+        return None, f"not JSON ({' '.join(str(exc).split())[:120]})"
+
+
+def _collect_doc(doc, path: Path, rows: dict, stats: dict, *, min_speedup: float, chat: bool,
+                 generations: bool) -> None:
+    """The rows of one record file into ``rows``."""
+    if is_generation_record(doc):
+        row = row_from_generation_record(doc) if generations else None
+        if row is not None:
+            rows.setdefault(row["id"], row)
+        return
+    if isinstance(doc, dict) and doc.get("schema") == DATASET_SCHEMA:
+        if doc.get("task") == GENERATE_TASK and not generations:
+            return
+        rows.setdefault(doc.get("id") or _h(json.dumps(doc, sort_keys=True)), doc)
+        return
+    for kr in kernel_records(doc):
+        stats["kernels"] += 1
+        got = list(rows_from_kernel_record(kr, source=str(path), min_speedup=min_speedup, chat=chat))
+        if not got and any(e.get("fate") in WIN_FATES for e in kr.get("candidates", [])) \
+                and not (kr.get("baseline") or {}).get("ptx"):
+            stats["wins_without_text"] += 1
+        for r in got:
+            rows.setdefault(r["id"], r)
+
+
+def _collect_saved(row: dict, path: Path, rows: dict, *, min_speedup: float, chat: bool, generations: bool) -> None:
+    """One win the searches saved in the cache's dataset folder into ``rows``."""
+    if row.get("task") == GENERATE_TASK:
+        if generations:
+            rows.setdefault(row.get("id") or path.stem, row)
+        return
+    if (row.get("speedup") or 0) <= min_speedup:
+        return
+    if chat and "messages" not in row:
+        msgs = chat_example(row["baseline_ptx"], row["optimized_ptx"], row.get("target") or "sm_90",
+                            (row.get("resources") or {}).get("baseline"))
+        if msgs:
+            row["messages"] = msgs
+    rows.setdefault(row.get("id") or path.stem, row)
 
 
 def export(out_path: str | os.PathLike | None, paths: Iterable = (), **kw) -> dict:

@@ -157,6 +157,8 @@ def load_pass_file(path: str | Path) -> list[PassInfo]:
     """Import a user's pass file; return the passes it registered."""
     _load_builtin()
     path = Path(path)
+    for name in [n for n, p in _REGISTRY.items() if p.source == str(path)]:
+        del _REGISTRY[name]          # loading the same file again (in one process) replaces its passes
     before = set(_REGISTRY)
     spec = importlib.util.spec_from_file_location(f"user_pass_{path.stem}", path)
     if spec is None or spec.loader is None:

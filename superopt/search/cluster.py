@@ -264,8 +264,8 @@ class ClusterSearch:
             path = self._marker()
             st = os.lstat(path)
             if time.time() - st.st_mtime < (self.retry or 0):
-                with open(path, encoding="utf-8", errors="replace") as f:
-                    why = f.read().strip()
+                from superopt.store.safe_files import STATS_LIMIT, read_text
+                why = read_text(path, STATS_LIMIT, errors="replace").strip()   # no symlink, no FIFO
                 return f"{why} (found {time.time() - st.st_mtime:.0f} s ago by another compilation)"
         except OSError:
             pass
@@ -342,9 +342,10 @@ class ClusterSearch:
         remembered: list[str] = []
         path = self._models_path()
         try:
-            data = json.loads(path.read_text())
+            from superopt.store.safe_files import STATS_LIMIT, loads_json, read_bytes
+            data = loads_json(read_bytes(path, STATS_LIMIT))        # a cache file: no symlink, no FIFO
             remembered = [str(m) for m in data.get("models", [])] if isinstance(data, dict) else []
-        except (OSError, ValueError):
+        except (OSError, ValueError, TypeError):
             pass
         found: list[str] = []
         if self.connect() is not None:

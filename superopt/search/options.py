@@ -30,7 +30,9 @@ class SearchOptions:
 def search_options(settings: Settings) -> SearchOptions:
     """The search options of a run (flag > environment > nvcc-plus.toml > default, as the
     settings resolved them); a value nvcc-plus does not accept is a :class:`SettingError`."""
+    from superopt.config.checks import check_settings
     from superopt.judge.policy import Policy
+    check_settings(settings)          # the settings read deep in the judge, the lockfile mode, the passes
     opts = SearchOptions()
     budget = settings.raw("NVCC_PLUS_BUDGET")
     if budget is not None:

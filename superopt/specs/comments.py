@@ -35,12 +35,13 @@ lines of its body.
 """
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass, field
 
 from superopt.specs.launch_spec import Buffer, LaunchSpec, Scalar, SpecError, elem_type
 
-__all__ = ["KernelDecl", "find_kernels", "find_directives", "parse_directive", "split_top",
+__all__ = ["KernelDecl", "find_kernels", "find_directives", "directives_of", "parse_directive", "split_top",
            "directive_spec"]
 
 _DIRECTIVE = re.compile(r"//\s*nvcc-plus\s*:(.*)$", re.M)
@@ -61,33 +62,25 @@ class KernelDecl:
     line: int
 
 
+_LITERAL = re.compile(r"""//[^\n]*|/\*.*?(?:\*/|\Z)|"(?:\\.|\\\Z|[^"\\])*(?:"|\Z)|'(?:\\.|\\\Z|[^'\\])*(?:'|\Z)""",
+                      re.S)
+_NOT_NEWLINE = re.compile(r"[^\n]")
+
+
+def _blank(m) -> str:
+    text = m.group(0)
+    if text.startswith("//"):
+        return " " * len(text)
+    if text.startswith("/*"):
+        return _NOT_NEWLINE.sub(" ", text)
+    return text[0] + " " * (len(text) - 2) + text[0] if len(text) >= 2 else text
+
+
 def _strip_comments(src: str) -> str:
-    """Blank out comments and string literals (same length, so offsets stay)."""
-    out = []
-    i, n = 0, len(src)
-    while i < n:
-        c = src[i]
-        if src.startswith("//", i):
-            j = src.find("\n", i)
-            j = n if j < 0 else j
-            out.append(" " * (j - i))
-            i = j
-        elif src.startswith("/*", i):
-            j = src.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            out.append("".join(ch if ch == "\n" else " " for ch in src[i:j]))
-            i = j
-        elif c in "\"'":
-            j = i + 1
-            while j < n and src[j] != c:
-                j += 2 if src[j] == "\\" else 1
-            j = min(n, j + 1)
-            out.append(c + " " * (j - i - 2) + (c if j - i >= 2 else ""))
-            i = j
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
+    """Blank out comments and string literals (same length, so offsets stay; newlines in
+    block comments stay). One regular expression pass: a 17 MB file takes a second, not a
+    character loop's minutes."""
+    return _LITERAL.sub(_blank, src)
 
 
 def _match(text: str, i: int, open_: str, close: str) -> int:
@@ -136,22 +129,60 @@ def _param_name(decl: str) -> tuple[str | None, str]:
     return name, rest
 
 
+_IDENT = re.compile(r"[^;{}()]*?([A-Za-z_]\w*)\s*(<[^;{}()]*>)?\s*\(", re.S)
+_BODY_OPEN = re.compile(r"[^;{]*\{")
+_TEMPLATE_TAIL = re.compile(r"template\s*<[^;{}]*>\s*$")
+_ATTRIBUTES = ("__launch_bounds__", "__attribute__", "__cluster_dims__", "alignas", "__declspec", "__maxnreg__")
+_SCANS: dict[str, tuple] = {}      # source text -> (kernels, directives): one scan per module
+_SCANS_KEPT = 8
+
+
 def find_kernels(source: str) -> list[KernelDecl]:
-    """Every ``__global__`` function of a .cu source, with its C++ parameter names."""
+    """Every ``__global__`` function of a .cu source, with its C++ parameter names.
+
+    Scanned once per source text (the optimizer asks for every kernel of a module, and a
+    scan per kernel made a 600-kernel file cost minutes); the caller gets its own list."""
+    return list(_scan(source)[0])
+
+
+def find_directives(source: str) -> dict[str, list[str]]:
+    """kernel name -> directive texts (one per launch shape) from ``// nvcc-plus:`` comments
+    (scanned once per source text, as :func:`find_kernels`)."""
+    return {k: list(v) for k, v in _scan(source)[1].items()}
+
+
+def directives_of(source: str, kernel: str) -> list[str]:
+    """The ``// nvcc-plus:`` directive texts of one kernel (no copy of the others')."""
+    return list(_scan(source)[1].get(kernel, ()))
+
+
+def _scan(source: str) -> tuple:
+    hit = _SCANS.get(source)
+    if hit is None:
+        kernels = tuple(_find_kernels(source))
+        hit = (kernels, _find_directives(source, kernels))
+        if len(_SCANS) >= _SCANS_KEPT:
+            _SCANS.pop(next(iter(_SCANS)))
+        _SCANS[source] = hit
+    return hit
+
+
+def _find_kernels(source: str) -> list[KernelDecl]:
+    """The scan behind :func:`find_kernels`: linear in the source (no slice, count or search
+    from the start of the text per kernel)."""
     clean = _strip_comments(source)
     out = []
+    line, counted = 1, 0                # line number of offset ``counted``
     for m in _GLOBAL.finditer(clean):
         i = m.end()
         # the first "identifier(" that is not an attribute is the name
         pos = i
         name = None
-        ident = re.compile(r"[^;{}()]*?([A-Za-z_]\w*)\s*(<[^;{}()]*>)?\s*\(", re.S)
         while pos < len(clean):
-            mm = ident.match(clean, pos)
+            mm = _IDENT.match(clean, pos)
             if not mm:
                 break
-            if mm.group(1) in ("__launch_bounds__", "__attribute__", "__cluster_dims__", "alignas",
-                               "__declspec", "__maxnreg__"):
+            if mm.group(1) in _ATTRIBUTES:
                 close = _match(clean, mm.end() - 1, "(", ")")
                 if close < 0:
                     break
@@ -172,29 +203,26 @@ def find_kernels(source: str) -> list[KernelDecl]:
                 pname, ptype = _param_name(decl)
                 params.append(pname)
                 types.append(ptype)
-        after = clean[close + 1:]
-        mb = re.match(r"[^;{]*\{", after)
+        mb = _BODY_OPEN.match(clean, close + 1)
         body_start = body_end = None
         if mb:
-            body_start = close + 1 + mb.end() - 1
+            body_start = mb.end() - 1
             body_end = _match(clean, body_start, "{", "}")
-        # include a template<...> line just above
+        # include a template<...> line just above; the template clause holds no ; { }, so
+        # only the text after the last of them can hold it
         start = m.start()
         line_start = clean.rfind("\n", 0, start) + 1
-        prev = clean[:line_start].rstrip()
-        tm = re.search(r"template\s*<[^;{}]*>\s*$", prev)
-        if tm:
-            start = tm.start()
-        else:
-            start = line_start
-        out.append(KernelDecl(name, params, types, start, close, body_start, body_end,
-                              source.count("\n", 0, m.start()) + 1))
+        stop = max(clean.rfind(";", 0, line_start), clean.rfind("{", 0, line_start),
+                   clean.rfind("}", 0, line_start)) + 1
+        tm = _TEMPLATE_TAIL.search(clean[stop:line_start].rstrip())
+        start = stop + tm.start() if tm else line_start
+        line += source.count("\n", counted, m.start())
+        counted = m.start()
+        out.append(KernelDecl(name, params, types, start, close, body_start, body_end, line))
     return out
 
 
-def find_directives(source: str) -> dict[str, list[str]]:
-    """kernel name -> directive texts (one per launch shape) from ``// nvcc-plus:`` comments."""
-    kernels = find_kernels(source)
+def _find_directives(source: str, kernels) -> dict[str, list[str]]:
     groups: list[tuple[int, str]] = []          # (offset, text) with continuation lines merged
     last_end = -10
     for m in _DIRECTIVE.finditer(source):
@@ -208,6 +236,12 @@ def find_directives(source: str) -> dict[str, list[str]]:
         else:
             groups.append((m.start(), text))
         last_end = m.end() + 1
+    # kernels are in source order: the ones starting at or before an offset are a prefix
+    starts = [k.start for k in kernels]
+    reach, far = [], -1                 # reach[i]: the furthest end among kernels[:i + 1]
+    for k in kernels:
+        far = max(far, k.body_end or k.sig_end)
+        reach.append(far)
     out: dict[str, list[str]] = {}
     for off, text in groups:
         explicit = re.search(r"(?:^|\s)kernel\s*=\s*(\S+)", text)
@@ -217,14 +251,18 @@ def find_directives(source: str) -> dict[str, list[str]]:
             text = (text[:explicit.start()] + " " + text[explicit.end():]).strip()
         else:
             line_start = source.rfind("\n", 0, off) + 1
-            # in the kernel's body, or on the line where its declaration or body ends
-            inside = [k for k in kernels if k.start <= off and (k.body_end or k.sig_end) >= line_start]
-            if inside:
-                target = inside[-1].name
-            else:
-                after = [k for k in kernels if k.start >= off]
-                if after:
-                    target = min(after, key=lambda k: k.start).name
+            # in the kernel's body, or on the line where its declaration or body ends: the
+            # last kernel (in source order) starting at or before the comment that reaches it
+            i = bisect.bisect_right(starts, off) - 1
+            while i >= 0 and reach[i] >= line_start:
+                if (kernels[i].body_end or kernels[i].sig_end) >= line_start:
+                    target = kernels[i].name
+                    break
+                i -= 1
+            if target is None:
+                j = bisect.bisect_left(starts, off)
+                if j < len(kernels):
+                    target = kernels[j].name
         if target:
             out.setdefault(target, []).append(text)
     return out

@@ -662,11 +662,17 @@ def load_specs(source: str, *, fmt: str | None = None) -> dict[str, LaunchSpec]:
     origin = None
     text = source
     if "\n" not in source and os.path.exists(source):
+        from superopt.store.safe_files import CONFIG_LIMIT, read_text
         origin = f"file:{source}"
-        with open(source, "rb") as f:
-            text = f.read().decode()
+        try:        # a regular file (never a FIFO or /dev/zero), at most CONFIG_LIMIT bytes
+            text = read_text(source, CONFIG_LIMIT, follow=True)
+        except UnicodeDecodeError as e:
+            raise SpecError(f"{source}: not UTF-8 text (byte {e.start})") from None
+        except OSError as e:
+            raise SpecError(f"{source}: cannot read the spec ({e.strerror or e})") from None
         if fmt is None:
             fmt = "json" if source.endswith(".json") else "toml"
+    where = f"{source}: " if origin else ""
     if fmt is None:
         # "[" opens both a JSON list and a TOML table header: try JSON, then TOML.
         fmt = "json" if text.lstrip().startswith("{") else "json-or-toml" if text.lstrip().startswith("[") else "toml"
@@ -679,7 +685,9 @@ def load_specs(source: str, *, fmt: str | None = None) -> dict[str, LaunchSpec]:
         else:
             doc = json.loads(text) if fmt == "json" else tomllib.loads(text)
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as e:
-        raise SpecError(f"cannot read spec ({fmt}): {e}") from None
+        raise SpecError(f"{where}cannot read spec ({fmt}): {e}") from None
+    except RecursionError:
+        raise SpecError(f"{where}cannot read spec ({fmt}): nested too deeply") from None
     return _collect(doc, origin)
 
 
@@ -687,7 +695,9 @@ def load_spec(source: str, kernel: str | None = None, *, fmt: str | None = None)
     """Read one spec; with several in the file, ``kernel`` picks one (exact name)."""
     specs = load_specs(source, fmt=fmt)
     if not specs:
-        raise SpecError("no launch spec found")
+        import os
+        where = f"{source}: " if "\n" not in source and os.path.exists(source) else ""
+        raise SpecError(f"{where}no launch spec found")
     if kernel is None:
         if len(specs) == 1:
             return next(iter(specs.values()))

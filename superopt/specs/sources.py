@@ -23,7 +23,6 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from superopt.config.resolved import Settings
 from superopt.specs.capture.format import MINOR_SHARE, CaptureError, load_capture
@@ -167,17 +166,52 @@ def reblocked(inferred: list, captured: list) -> list:
     return out
 
 
+_KERNELS: list = [None, None]          # [the module, {kernel name: Function}]
+
+
+def _kernel_named(module, name: str):
+    """The kernel ``name`` of ``module``: an index built once per module (``module.kernels``
+    is a new list on every access, and a lookup per kernel made a 20,000-kernel module
+    quadratic)."""
+    if _KERNELS[0] is not module or name not in _KERNELS[1]:
+        _KERNELS[:] = [module, {k.name: k for k in module.kernels}]
+    return _KERNELS[1].get(name)
+
+
+_SOURCES: dict = {}
+
+
+def source_text_of(source: str | None) -> str | None:
+    """The text of the .cu ``source`` (undecodable bytes replaced), or None when there is no
+    such regular file (a FIFO or device is never read; at most ``INPUT_LIMIT`` bytes).
+
+    Read once per module, not once per kernel: the same file is asked for by every kernel,
+    and handing out the same string lets the per-text scans of :mod:`superopt.specs.comments`
+    find their cached result without comparing megabytes."""
+    if not source:
+        return None
+    try:
+        st = os.stat(source)
+    except (OSError, ValueError):
+        return None
+    key = (os.path.abspath(source), st.st_ino, st.st_size, st.st_mtime_ns)
+    if key not in _SOURCES:
+        from superopt.store.safe_files import INPUT_LIMIT, read_text
+        try:
+            text = read_text(source, INPUT_LIMIT, follow=True, errors="replace")
+        except OSError:
+            text = None
+        _SOURCES.clear()                      # one module's source at a time
+        _SOURCES[key] = text
+    return _SOURCES[key]
+
+
 def explicit_or_inferred(module, kernel: str, *, source: str | None, settings: Settings | None,
                          deadline: float | None = None) -> tuple[SpecChoice | None, str | None]:
     """The kernel's explicit specs (toml table, source comment), else the inferred ones; or
     None and why not. ``deadline``: inference stops by then (it is capped anyway)."""
     from superopt.specs import inference
-    source_text = None
-    if source and os.path.exists(source):
-        try:
-            source_text = Path(source).read_text(errors="replace")
-        except OSError:
-            source_text = None
+    source_text = source_text_of(source)
     cap = INFERENCE_CAP_S
     if deadline is not None:
         cap = max(0.5, min(cap, float(deadline) - time.time()))
@@ -212,8 +246,8 @@ def explicit_specs_key(module, kernel: str, *, source: str | None, settings: Set
     specs need no such key: they are a function of the kernel text, which is in the key.
     Cheap: parses the table or the comment, never runs inference."""
     from superopt.specs import inference
-    from superopt.specs.comments import find_directives
-    fn = next((k for k in module.kernels if k.name == kernel), None)
+    from superopt.specs.comments import directives_of
+    fn = _kernel_named(module, kernel)
     if fn is None:
         return None
     parts = []
@@ -224,14 +258,11 @@ def explicit_specs_key(module, kernel: str, *, source: str | None, settings: Set
         parts.append(f"invalid toml spec: {exc}")
     if found:
         parts.append(json.dumps([s.to_dict() for s in found[0]], sort_keys=True, default=str))
-    if source and os.path.exists(source):
-        try:
-            text = Path(source).read_text(errors="replace")
-        except OSError:
-            text = None
-        decl = inference._source_decl(text, fn) if text else None
+    text = source_text_of(source)
+    if text:
+        decl = inference._source_decl(text, fn)
         if decl is not None:
-            parts += find_directives(text).get(decl.name, [])
+            parts += directives_of(text, decl.name)
     if not parts:
         return None
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]

@@ -97,25 +97,33 @@ class DecisionCache:
         return self._path(key)
 
     def get(self, key: str) -> dict | None:
-        """The stored decision, or None. A corrupt entry (not JSON, not an object, a folder
-        in its place, unreadable) is treated as absent: the kernel is searched again and the
-        new decision replaces it."""
+        """The stored decision, or None. A corrupt entry (not JSON, not an object, a folder,
+        symlink, FIFO or device in its place, larger than ``CACHE_ENTRY_LIMIT``, unreadable)
+        is treated as absent: the kernel is searched again and the new decision replaces it.
+        Opening never follows a symlink nor waits on a FIFO (:mod:`superopt.store.safe_files`)."""
+        from superopt.store.safe_files import CACHE_ENTRY_LIMIT, loads_json, open_regular, read_fd
         try:
-            data = json.loads(self._path(key).read_text())
-        except (OSError, UnicodeDecodeError, ValueError):
+            fd = open_regular(self._path(key))
+        except OSError:
             return None
+        try:
+            data = loads_json(read_fd(fd, CACHE_ENTRY_LIMIT, self._path(key)).decode())
+            try:
+                os.utime(fd)                   # least recently *used* goes first on eviction
+            except OSError:
+                pass
+        except (OSError, ValueError):          # UnicodeDecodeError is a ValueError
+            return None
+        finally:
+            os.close(fd)
         if not isinstance(data, dict) or not isinstance(data.get("plan", []), list):
             return None
-        try:
-            os.utime(self._path(key))          # least recently *used* goes first on eviction
-        except OSError:
-            pass
         return data
 
     def put(self, key: str, decision: dict) -> None:
         """Store a decision; an I/O error names the file (OSError) and leaves the build alone."""
         path = self._path(key)
-        if path.is_dir():
+        if path.is_dir() and not path.is_symlink():
             import shutil
             shutil.rmtree(path, ignore_errors=True)
         atomic_write_text(path, json.dumps(decision, indent=1, sort_keys=True))
@@ -129,7 +137,7 @@ class DecisionCache:
         out = []
         for p in self.entries():
             try:
-                st = p.stat()
+                st = p.lstat()                 # a symlinked entry counts as itself, not its target
             except OSError:
                 continue
             out.append((st.st_mtime, st.st_size, p))
@@ -166,8 +174,13 @@ class DecisionCache:
         return removed
 
     def clear(self) -> int:
+        """Remove every entry; what is not a file (a folder planted as an entry) is removed too."""
+        import shutil
         n = 0
         for p in self.entries():
-            p.unlink(missing_ok=True)
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                p.unlink(missing_ok=True)
             n += 1
         return n

@@ -21,7 +21,8 @@ def _cache():
     try:
         limit = configured_max_size(_settings())
     except ValueError as exc:
-        raise click.ClickException(str(exc)) from None
+        from superopt.cli_input import BadInput
+        raise BadInput(str(exc)) from None
     return DecisionCache(max_bytes=limit)
 
 

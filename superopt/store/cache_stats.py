@@ -9,9 +9,10 @@ cache stats`` prints them; ``--zero-stats`` starts them afresh.
 from __future__ import annotations
 
 import datetime as _dt
-import fcntl
 import json
 from pathlib import Path
+
+from superopt.store.safe_files import exclusive_lock
 
 COUNTERS = ("hits", "misses", "locked", "searches", "search_s", "saved_s", "evicted")
 
@@ -22,9 +23,10 @@ class CacheStats:
         self.path = self.root / "stats.json"
 
     def read(self) -> dict:
+        from superopt.store.safe_files import STATS_LIMIT, loads_json, read_bytes
         try:
-            data = json.loads(self.path.read_text())
-        except (OSError, ValueError):
+            data = loads_json(read_bytes(self.path, STATS_LIMIT).decode())
+        except (OSError, ValueError):          # absent, corrupt, a symlink, a FIFO, too large
             data = {}
         if not isinstance(data, dict):
             data = {}
@@ -37,8 +39,7 @@ class CacheStats:
         if not any(counts.values()):
             return
         self.root.mkdir(parents=True, exist_ok=True)
-        with open(self.root / "stats.lck", "w") as guard:
-            fcntl.flock(guard, fcntl.LOCK_EX)
+        with exclusive_lock(self.root / "stats.lck"):     # never through a symlink, never truncated
             data = self.read()
             for k, v in counts.items():
                 data[k] = data.get(k, 0) + v
@@ -47,8 +48,7 @@ class CacheStats:
 
     def zero(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
-        with open(self.root / "stats.lck", "w") as guard:
-            fcntl.flock(guard, fcntl.LOCK_EX)
+        with exclusive_lock(self.root / "stats.lck"):
             self._write({**{k: 0 for k in COUNTERS}, "since": _now()})
 
     def _write(self, data: dict) -> None:

@@ -4,7 +4,9 @@
 unbounded walk would let a file in ``/tmp`` or a shared parent folder steer every build
 below it (a ``real_nvcc`` to run, a locked rewrite to apply). The walk stops, as git's
 ``safe.directory`` check does, at the project root (the first folder holding ``.git``) and
-before any folder whose owner is not the owner of the folder it started from.
+before any folder not owned by the user running the build: the effective user, or under
+``sudo`` the user who ran sudo (``SUDO_UID``, as git accepts it). Comparing with the owner
+of the starting folder instead would trust a checkout another user owns when root builds it.
 
 Standard library only: the driver imports this on every compilation.
 """
@@ -13,17 +15,26 @@ from __future__ import annotations
 import os
 
 
+def trusted_owner(uid: int) -> bool:
+    """Whether files owned by ``uid`` may steer this build: the effective user's, or, when
+    running as root through sudo, those of the user who ran sudo (git's rule)."""
+    euid = os.geteuid()
+    if uid == euid:
+        return True
+    if euid == 0:
+        sudo = os.environ.get("SUDO_UID", "")
+        return sudo.isdigit() and int(sudo) == uid
+    return False
+
+
 def project_folders(start: str) -> list[str]:
-    """``start`` and its parents up to the project root, owned like ``start``."""
+    """``start`` and its parents up to the project root, each owned by a trusted user
+    (:func:`trusted_owner`); empty when ``start`` itself is not."""
     here = os.path.abspath(start)
-    try:
-        owner = os.stat(here).st_uid
-    except OSError:
-        return []
     out = []
     while True:
         try:
-            if os.stat(here).st_uid != owner:
+            if not trusted_owner(os.stat(here).st_uid):
                 break
         except OSError:
             break
@@ -38,15 +49,14 @@ def project_folders(start: str) -> list[str]:
 
 
 def find_upwards(name: str, start: str | None = None) -> str | None:
-    """The first ``name`` (a regular file owned like the folder holding it) from ``start``
-    (default: the working directory) up to the project root, or None."""
+    """The first ``name`` (a regular file owned by a trusted user) from ``start`` (default:
+    the working directory) up to the project root, or None."""
     for folder in project_folders(start or os.getcwd()):
         cand = os.path.join(folder, name)
         try:
             st = os.stat(cand)
-            owner = os.stat(folder).st_uid
         except OSError:
             continue
-        if os.path.isfile(cand) and st.st_uid == owner:
+        if os.path.isfile(cand) and trusted_owner(st.st_uid):
             return cand
     return None

@@ -7,12 +7,12 @@ the hash; a mismatch keeps the baseline and says so.
 """
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 from pathlib import Path
 
 from superopt.store.cache import atomic_write_text
+from superopt.store.safe_files import LOCKFILE_LIMIT, exclusive_lock, loads_json, read_text
 
 LOCK_NAME = "nvcc-plus.lock"
 LOCK_VERSION = 1
@@ -33,11 +33,16 @@ class Lockfile:
     def __init__(self, path: Path):
         self.path = Path(path)
         self.entries: dict[str, dict] = {}
-        if self.path.exists():
+        if os.path.lexists(self.path):
+            # The lockfile may be a symlink the user made; it must lead to a regular file
+            # (a FIFO or /dev/zero is refused) of at most LOCKFILE_LIMIT bytes.
             try:
-                data = json.loads(self.path.read_text())
-            except (OSError, UnicodeDecodeError, ValueError) as exc:
-                raise LockfileError(f"{self.path}: not a readable lockfile ({exc}); "
+                data = loads_json(read_text(self.path, LOCKFILE_LIMIT, follow=True))
+            except FileNotFoundError:
+                return
+            except (OSError, ValueError) as exc:    # UnicodeDecodeError is a ValueError
+                why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+                raise LockfileError(f"{self.path}: not a readable lockfile ({why}); "
                                     f"fix it (merge conflict?) or delete it") from None
             if not isinstance(data, dict) or not isinstance(data.get("decisions", {}), dict):
                 raise LockfileError(f"{self.path}: not a lockfile (expected an object with "
@@ -53,9 +58,10 @@ class Lockfile:
     def record(self, key: str, entry: dict) -> None:
         """Add one decision, merging with what other processes wrote meanwhile."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path.with_name(self.path.name + ".lck"), "w") as guard:
-            fcntl.flock(guard, fcntl.LOCK_EX)   # serialize read-modify-write across make -j
-            fresh = Lockfile(self.path) if self.path.exists() else self
+        # serialize read-modify-write across make -j; the .lck is never truncated and never
+        # opened through a symlink (a repository could ship one pointing at any file)
+        with exclusive_lock(self.path.with_name(self.path.name + ".lck")):
+            fresh = Lockfile(self.path) if os.path.lexists(self.path) else self
             fresh.entries[key] = entry
             self.entries = fresh.entries
             atomic_write_text(self.path, json.dumps({"version": LOCK_VERSION, "decisions": self.entries},

@@ -11,7 +11,7 @@ from superopt.specs.capture.format import aggregate, write_capture
 from tests.capture.test_capture_specs import BIGS, SAXPY, p, ptr, t
 
 K_PTX = (Path(__file__).resolve().parents[1] / "capture" / "data" / "k.ptx").read_text()
-EMU = {"backend": "emulator", "no_gpu": "estimate", "budget": 3, "passes": ["cache_hints"]}
+EMU = {"backend": "emulator", "no_gpu": "estimate", "budget": 3, "passes": ["cache-hints"]}
 
 
 def test_past_deadline_searches_nothing_and_says_so(tmp_path, monkeypatch):

@@ -14,7 +14,7 @@ from superopt.store.cache import decision_key
 
 CHEATS = Path(__file__).resolve().parents[1] / "judge" / "cheats"
 SAXPY = "_Z5saxpyifPKfPf"
-CFG = {"backend": "emulator", "no_gpu": "estimate", "budget": 2, "passes": ["cache_hints"]}
+CFG = {"backend": "emulator", "no_gpu": "estimate", "budget": 2, "passes": ["cache-hints"]}
 
 
 def _lock_entry(tmp_path, variant: str) -> Path:

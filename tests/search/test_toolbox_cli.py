@@ -195,4 +195,4 @@ def test_try_names_a_pass_file_that_does_not_load(env):
     bad = env / "bad_pass.py"
     bad.write_text("def broken(:\n")
     res = CliRunner().invoke(main, ["try", str(bad), "--on", str(env)])
-    assert res.exit_code == 1 and f"{bad}: cannot load the pass (SyntaxError" in res.output
+    assert res.exit_code == 2 and f"{bad}: cannot load the pass (SyntaxError" in res.output

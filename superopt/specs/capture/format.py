@@ -278,18 +278,25 @@ def validate_capture(doc, where: str = "capture") -> dict:
 
 
 def load_capture(path: str | os.PathLike) -> dict:
-    """Read and validate an aggregated capture file; CaptureError naming the file otherwise."""
+    """Read and validate an aggregated capture file; CaptureError naming the file otherwise.
+    Every build with NVCC_PLUS_CAPTURE reads it: a FIFO or device there is refused at once, and
+    at most INPUT_LIMIT bytes are read (superopt.store.safe_files)."""
+    from superopt.store.safe_files import INPUT_LIMIT, read_text
     p = Path(path)
     try:
-        text = p.read_text()
+        text = read_text(p, INPUT_LIMIT, follow=True)
     except FileNotFoundError:
         raise CaptureError(f"{p}: no such capture file (make one with: superopt capture -o {p} -- ./app args)") from None
     except OSError as e:
         raise CaptureError(f"{p}: cannot read: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise CaptureError(f"{p}: not UTF-8 text (byte {e.start})") from None
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
         raise CaptureError(f"{p}: not JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
+    except RecursionError:
+        raise CaptureError(f"{p}: not JSON (nested too deeply)") from None
     return validate_capture(doc, str(p))
 
 
