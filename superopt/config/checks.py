@@ -65,19 +65,6 @@ _CHECKS = {
 }
 
 
-def _passes_problem(settings) -> str | None:
-    names = settings.names("NVCC_PLUS_PASSES")
-    if not names:
-        return None
-    from superopt.decide.run import _all_passes        # the names the files declare: no pass imported
-    known = _all_passes()
-    unknown = [n for n in names if n not in known]
-    if not unknown:
-        return None
-    return (f"passes ({settings.origin('NVCC_PLUS_PASSES')}): unknown pass(es) {', '.join(map(repr, unknown))}; "
-            f"the passes are {', '.join(sorted(known))} (superopt passes --names)")
-
-
 def setting_problems(settings=None, names=None) -> list[str]:
     """One line per setting of ``names`` (default: all checked here) whose value is wrong, naming
     the setting and the values it may have. ``settings``: the run's (default: the environment's;
@@ -88,7 +75,8 @@ def setting_problems(settings=None, names=None) -> list[str]:
     out = []
     for name in wanted:
         if name == "NVCC_PLUS_PASSES":
-            problem = _passes_problem(settings)
+            from superopt.search.rules import passes_problem     # the pass names live with the search
+            problem = passes_problem(settings)
         elif settings.raw(name) is not None:
             problem = _CHECKS[name](str(settings.raw(name)))
         else:

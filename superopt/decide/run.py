@@ -14,6 +14,7 @@ from superopt.config.resolved import Settings, SettingError
 from superopt.decide.job import KernelJob, SearchOutcome
 from superopt.search.candidates import Step, apply_plan, text_hash
 from superopt.search.options import SearchOptions
+from superopt.search.rules import all_pass_names
 from superopt.search.progress import Notifier
 from superopt.store import record as rec
 from superopt.store.cache import DecisionCache, configured_max_size
@@ -55,7 +56,7 @@ class ModuleRun:
         self.settings, self.options, self.deadline = settings, options, deadline
         self.records = rec.module_record(source=source, target=target, mode="optimize")
         self.messages: list[str] = []
-        self.pass_names = options.passes if options.passes is not None else _all_passes()
+        self.pass_names = options.passes if options.passes is not None else all_pass_names()
         self.tool = toolchain_identity()
         self.globals_text = globals_text(module)
         try:
@@ -223,16 +224,6 @@ class ModuleRun:
 
     def _text(self) -> str:
         return ptx_ir.emit(self.result_module, faithful=True) if self.changed else self.ptx
-
-
-def _all_passes() -> list[str]:
-    """Every pass a search may run, for the decision key: the built-in ones as their files
-    declare them (read, not imported: a build that only applies stored decisions loads no
-    pass) and the model's rewrite, registered here first so that every module's key holds it
-    whatever the process did before (as keys always have: caches and lockfiles stay valid)."""
-    import superopt.model.rewrite  # noqa: F401 - registers model-rewrite
-    from superopt.passes import _REGISTRY, declared_names
-    return sorted(set(declared_names()) | set(_REGISTRY))
 
 
 def _names(kernels: list[str]) -> str:

@@ -16,6 +16,29 @@ def priority(name: str) -> tuple[int, str]:
     return (info.order if info is not None else DEFAULT_ORDER + 1, name)
 
 
+def all_pass_names() -> list[str]:
+    """Every pass a search may run, for the decision key: the built-in ones as their files
+    declare them (read, not imported: a build that only applies stored decisions loads no
+    pass) and the model's rewrite, registered here first so that every module's key holds it
+    whatever the process did before (as keys always have: caches and lockfiles stay valid)."""
+    import superopt.model.rewrite  # noqa: F401 - registers model-rewrite
+    from superopt.passes import _REGISTRY, declared_names
+    return sorted(set(declared_names()) | set(_REGISTRY))
+
+
+def passes_problem(settings) -> str | None:
+    """NVCC_PLUS_PASSES naming a pass that does not exist (no pass would run), in words; None if fine."""
+    names = settings.names("NVCC_PLUS_PASSES")
+    if not names:
+        return None
+    known = all_pass_names()              # the names the files declare: no pass imported
+    unknown = [n for n in names if n not in known]
+    if not unknown:
+        return None
+    return (f"passes ({settings.origin('NVCC_PLUS_PASSES')}): unknown pass(es) {', '.join(map(repr, unknown))}; "
+            f"the passes are {', '.join(sorted(known))} (superopt passes --names)")
+
+
 def ordered_pass_names() -> list[str]:
     """Every registered pass, in the order the rule search tries them."""
     return sorted(registry(), key=priority)

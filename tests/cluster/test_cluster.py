@@ -153,7 +153,7 @@ def test_decisions_cached_for_a_cluster_apply_while_it_is_down(builder, monkeypa
     from superopt.config.resolved import Settings
     from superopt.decide.run import globals_text as _globals_text
     from superopt.judge.ptxas import ptxas_version
-    from superopt.decide.run import _all_passes        # the key's passes (not the registry: model-rewrite)
+    from superopt.search.rules import all_pass_names     # the key's passes
     from superopt.store.cache import decision_key
     from superopt.specs.sources import explicit_specs_key
     module = ptx_ir.parse(PTX)
@@ -162,7 +162,7 @@ def test_decisions_cached_for_a_cluster_apply_while_it_is_down(builder, monkeypa
         tool = f"{ptxas_version()} explicit={explicit}" if explicit else ptxas_version()
         key = decision_key(kernel_text=ptx_ir.printer.emit_function(fn), globals_text=_globals_text(module),
                            target="sm_90", tool=f"{tool} gpu=Dry GPU", policy="exact",
-                           passes=_all_passes())
+                           passes=all_pass_names())
         DecisionCache().put(key, {"kernel": fn.name, "plan": [], "status": "kept-baseline"})
     monkeypatch.setenv("NVCC_PLUS_CLUSTER", address)
     res, seconds = compile_module()

@@ -171,12 +171,12 @@ def test_the_key_of_a_module_does_not_depend_on_what_the_process_did_before():
     import sys
 
     import ptx_ir
-    from superopt.decide import run as runmod
-    before = runmod._all_passes()
+    from superopt.search.rules import all_pass_names
+    before = all_pass_names()
     import superopt.model.rewrite  # noqa: F401 - what the first search imports
-    assert runmod._all_passes() == before
-    fresh = subprocess.run([sys.executable, "-c", "import json; from superopt.decide.run import _all_passes; "
-                            "print(json.dumps(_all_passes()))"], capture_output=True, text=True, check=True)
+    assert all_pass_names() == before
+    fresh = subprocess.run([sys.executable, "-c", "import json; from superopt.search.rules import all_pass_names; "
+                            "print(json.dumps(all_pass_names()))"], capture_output=True, text=True, check=True)
     builtin = [n for n in before if not n.startswith("test-")]      # (this process also holds test passes)
     assert json.loads(fresh.stdout) == builtin and "model-rewrite" in builtin
     assert ptx_ir.parse(PTX).kernels                 # the module the other tests key

@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from superopt.cli import main
+from superopt.config.resolved import Settings
 from superopt.config.settings import SettingError
 from superopt.optimize import optimize_module
 from superopt.config.checks import check_settings, setting_problems
@@ -50,7 +51,7 @@ def test_bad_value_is_named_with_the_valid_values(clean, monkeypatch, name, valu
     assert name in problems[0] or name == "NVCC_PLUS_PASSES" and "env NVCC_PLUS_PASSES" in problems[0]
     ptx, cu = _files(clean, 2)
     with pytest.raises(SettingError, match=valid.replace("(", r"\(").replace(")", r"\)")):
-        optimize_module(ptx, source=cu, config={})
+        optimize_module(ptx, source=cu, settings=Settings())
     (clean / "k.ptx").write_text(ptx)
     res = CliRunner().invoke(main, ["optimize", "k.ptx"])
     assert res.exit_code == 2 and value in res.output and "Traceback" not in res.output, res.output

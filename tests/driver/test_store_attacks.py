@@ -16,6 +16,7 @@ import pytest
 
 from nvcc_plus import budget
 from nvcc_plus import config as C
+from superopt.config.resolved import Settings
 from superopt.judge import gpu_lock
 from superopt.store import discovery, safe_files
 from superopt.store.cache import DecisionCache
@@ -112,7 +113,7 @@ def test_estimate_build_with_a_symlinked_stats_lck_keeps_the_target_and_says_so(
     monkeypatch.setenv("NVCC_PLUS_CACHE_DIR", str(root))
     monkeypatch.chdir(tmp_path)
     ptx, cu = _files(tmp_path, 2)
-    res = optimize_module(ptx, source=cu, config={"no_gpu": "locked", "backend": "emulator"})
+    res = optimize_module(ptx, source=cu, settings=Settings({"no_gpu": "locked", "backend": "emulator"}))
     assert precious.read_text() == PRECIOUS
     assert any("cache statistics not updated" in m and "stats.lck" in m for m in res.messages), res.messages
 
@@ -312,5 +313,5 @@ def test_fifo_capture_file_is_not_used_and_does_not_stall_the_build(tmp_path, mo
     sources._CAPTURES.clear()
     ptx, cu = _files(tmp_path, 2)
     with must_finish_within(10):
-        res = optimize_module(ptx, source=cu, config={"no_gpu": "locked", "backend": "emulator"})
+        res = optimize_module(ptx, source=cu, settings=Settings({"no_gpu": "locked", "backend": "emulator"}))
     assert any("capture not used" in m and "FIFO" in m for m in res.messages), res.messages

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from superopt.config.resolved import Settings
 from superopt.optimize import optimize_module
 from superopt.specs import comments
 
@@ -69,7 +70,7 @@ def _files(tmp_path, n: int):
 
 def _cpu_seconds(ptx: str, source: str) -> float:
     t0 = time.process_time()
-    res = optimize_module(ptx, source=source, config={"no_gpu": "locked", "backend": "emulator"})
+    res = optimize_module(ptx, source=source, settings=Settings({"no_gpu": "locked", "backend": "emulator"}))
     spent = time.process_time() - t0
     assert len(res.records["kernels"]) == ptx.count(".entry ")
     assert not res.changed and all(k["status"] == "kept-baseline" for k in res.records["kernels"])
@@ -103,7 +104,7 @@ def test_a_source_is_scanned_once_per_module(tmp_path, monkeypatch):
     real = comments._find_kernels
     monkeypatch.setattr(comments, "_find_kernels", lambda text: scans.append(1) or real(text))
     comments._SCANS.clear()
-    optimize_module(ptx, source=cu, config={"no_gpu": "locked", "backend": "emulator"})
+    optimize_module(ptx, source=cu, settings=Settings({"no_gpu": "locked", "backend": "emulator"}))
     assert len(scans) == 1
 
 
