@@ -887,19 +887,18 @@ def candidate_poison(kind: str, ref: np.ndarray, et: Union[ElemType, str], rng: 
     policy; default: bitwise, any NaN equal to any NaN)."""
     if isinstance(et, str):
         et = elem_type(et)
+    if kind not in POISONS:
+        raise ValueError(f"unknown poison {kind!r} (known: {', '.join(POISONS)})")
     if kind == "baseline":
         return np.array(ref, copy=True)
-    if kind == "nan" or not et.is_float:
+    if kind == "nan" or not et.is_float:       # ints: random bits either way
         p = poison_unlike(ref, et, rng)
         if kind == "nan" or equal is None:
             return p
     else:
         p = np.frombuffer(rng.bytes(ref.size * et.size), dtype=et.bits_dtype).copy().view(et.dtype)
-    if kind not in ("nan", "bits"):
-        raise ValueError(f"unknown poison {kind!r} (known: {', '.join(POISONS)})")
     same = equal(ref, p) if equal is not None else (
-        (_bits(ref, et) == _bits(p, et)) | (is_nan_bits(ref, et) & is_nan_bits(p, et)) if et.is_float
-        else _bits(ref, et) == _bits(p, et))
+        (_bits(ref, et) == _bits(p, et)) | (is_nan_bits(ref, et) & is_nan_bits(p, et)))
     if same.any():
         fix = poison_unlike(ref[same], et, rng)
         p = p.copy()
