@@ -226,7 +226,7 @@ def test_the_proof_budget_fires(monkeypatch):
 
 def test_the_large_set_time_limit_fires(monkeypatch):
     monkeypatch.setattr(EmulatorBackend, "large_target",
-                        lambda self: replace(CPU_LARGE, max_seconds=0.0, time_factor=0.0))
+                        lambda self: replace(CPU_LARGE, max_seconds=0.0, time_factor=0.0, rest_factor=0.0))
     v = check(SAXPY_PTX, SAXPY_PTX, EXPLICIT, backend=EmulatorBackend(), seed=1)
     assert v.status == ACCEPTED, v.summary()
     assert "large" not in [s["kind"] for s in v.evidence["sets"]]

@@ -122,7 +122,7 @@ def _load_file_buffers(results: list[dict], path: str) -> None:
 # buffers. Host-side input generation and comparison dominate a check's cost at such sizes
 # (a check at n = 4 M takes 2-3 s), so not larger by default.
 GPU_LARGE = LargeTarget(elements=(1 << 20) + (1 << 16), max_growth=256.0, max_bytes=64 << 20,
-                        max_threads=1 << 24, max_seconds=0.05, time_factor=3.0)
+                        max_threads=1 << 24, time_factor=3.0, rest_factor=1.0, max_seconds=0.005)
 
 
 class GpuBackend(Backend):
