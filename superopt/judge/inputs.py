@@ -25,12 +25,19 @@ Buffers are never all zeros (unless the domain allows nothing else, e.g. index:0
 
 Output buffers are *poisoned*: filled with a pattern that differs on every run (quiet
 NaNs with a random payload for floats, random bytes for ints), so that an element the
-kernel did not write is recognisable and cannot match by accident. Every buffer gets a
+kernel did not write is recognisable and cannot match by accident; the candidate's launches
+start from :data:`POISONS` in turn (NaN, random bits, nvcc's own results). Every buffer gets a
 guard zone of :data:`GUARD_BYTES` random canary bytes on each side.
+
+The input plan (:func:`input_plan`) is the same whatever the spec's origin: main sets, tail
+sets for every residue mod 8 (and 15 mod 16), one large set (:class:`LargeTarget`,
+per backend) and a whole-block set where the large one is not run; free float scalars get
+``-a``, 0 and -0.0, and values with a full random significand (:func:`inexact_float`).
 """
 from __future__ import annotations
 
 import functools
+import math
 import os
 from dataclasses import dataclass, field, replace
 from typing import Union
@@ -43,7 +50,9 @@ __all__ = [
     "GUARD_BYTES", "InputSet", "fresh_seed", "make_rng", "generate", "poison", "complement_poison",
     "poison_unlike", "make_guards", "make_input_set", "FLOAT_DISTS", "INT_DISTS",
     "default_distribution", "float_specials", "is_nan_bits", "size_variants", "tail_variants",
-    "free_scalars", "multiple_variant", "input_plan", "snapshot_array",
+    "free_scalars", "multiple_variant", "input_plan", "snapshot_array", "extra_sizes", "large_variant",
+    "LargeTarget", "CPU_LARGE", "InputPlan", "PlannedSet", "inexact_float", "work_growth", "is_inferred",
+    "POISONS", "candidate_poison", "TAIL_RESIDUES",
 ]
 
 GUARD_BYTES = 256
@@ -354,6 +363,7 @@ class InputSet:
     guards: dict[str, tuple[bytes, bytes]]
     distributions: dict[str, str] = field(default_factory=dict)
     run_tag: str = ""           # which run of the set this is (baseline-1, candidate-2, ...)
+    kind: str = "main"          # what the set is for: main | tail | whole blocks | large
 
     @property
     def scalars(self) -> dict:
@@ -363,7 +373,7 @@ class InputSet:
         return {b.name: b.length for b in self.spec.buffers}
 
     def describe(self) -> dict:
-        return {"set": self.index, "label": self.label, "seed": self.seed, "scalars": self.scalars,
+        return {"set": self.index, "label": self.label, "kind": self.kind, "seed": self.seed, "scalars": self.scalars,
                 "grid": list(self.spec.grid), "block": list(self.spec.block),
                 "lengths": self.sizes(), "distributions": dict(self.distributions)}
 
@@ -396,14 +406,16 @@ def snapshot_array(path: str, et: ElemType, length: int) -> np.ndarray:
 
 def make_input_set(spec: LaunchSpec, seed: int | None = None, index: int = 0, *,
                    scalars: dict | None = None, distributions: dict | None = None,
-                   label: str | None = None, program_data: bool | None = None) -> InputSet:
+                   label: str | None = None, program_data: bool | None = None, kind: str = "main",
+                   rotation: int | None = None) -> InputSet:
     """Generate one input set for ``spec`` (resolved with ``scalars`` overrides).
 
     ``distributions`` overrides buffer distributions by name; ``auto`` buffers get the
     rotation of :func:`default_distribution` for ``index``. With a snapshot in the spec
     (``spec.snapshot``), set 0 (or ``program_data=True``) starts every buffer that is not
     output-only from the program's own data; buffers of distribution ``snapshot`` start from
-    it in every set.
+    it in every set. ``kind``: what the set is for (:class:`PlannedSet`), named in its label.
+    ``rotation``: the position in the rotation of ``auto`` distributions (default ``index``).
     """
     if seed is None:
         seed = fresh_seed()
@@ -425,7 +437,7 @@ def make_input_set(spec: LaunchSpec, seed: int | None = None, index: int = 0, *,
             guards[b.name] = make_guards(rng)
             continue
         if d == "auto":
-            d = default_distribution(et, index)
+            d = default_distribution(et, index if rotation is None else rotation)
         if b.direction == "out":
             data[b.name] = poison(et, b.length, rng)
             dists[b.name] = "poison"
@@ -436,18 +448,12 @@ def make_input_set(spec: LaunchSpec, seed: int | None = None, index: int = 0, *,
     if label is None:
         shown = set(spec.size_params()) | set(scalars or {})
         sizes = ", ".join(f"{k}={v}" for k, v in env.items() if k in shown)
-        label = f"set {index}" + (f" ({sizes})" if sizes else "")
+        label = f"set {index}" + (f", {kind}" if kind != "main" else "") + (f" ({sizes})" if sizes else "")
     return InputSet(index=index, label=label, seed=seed, spec=rs, data=data, guards=guards,
-                    distributions=dists)
+                    distributions=dists, kind=kind)
 
 
-# Vector widths (elements) and unroll factors the passes version on: sizes in the extra
-# "tail" sets cover every residue modulo 8 and the residue 15 modulo 16, and one main set is
-# an exact multiple of the block and of 16, so a rewrite that is wrong only for one residue
-# (or only when nothing is left over) meets an input that shows it.
-TAIL_RESIDUES = (0, 1, 2, 3, 4, 5, 6, 7, 15)
-MULTIPLE_OF = 16
-
+# --------------------------------------------------------------------------- free scalars
 
 def free_scalars(spec: LaunchSpec) -> list:
     """Scalars a kernel must not be specialised on: not a size (buffer lengths and the grid
@@ -464,13 +470,44 @@ def free_scalars(spec: LaunchSpec) -> list:
     return out
 
 
+def _bits_to_float(bits: int, et: ElemType) -> float:
+    """The value of the ``et`` bit pattern ``bits``, as a Python float (exact)."""
+    if et.name == "bf16":
+        return float(np.array([bits << 16], np.uint32).view(np.float32)[0])
+    return float(np.array([bits], et.bits_dtype).view(et.dtype)[0])
+
+
+def inexact_float(et: ElemType, near: float, rng: np.random.Generator, spread: int = 2) -> float:
+    """A value of type ``et`` whose significand uses every bit (random, lowest bit set), of
+    random sign, within a factor ``2**spread`` of ``|near|`` (1.5 where ``near`` is 0 or not
+    finite). Products with it are inexact for almost every operand, so a rewrite that rounds a
+    product once more than nvcc's code (``mul.rn`` + ``add.rn`` for an ``fma.rn``) differs in
+    many elements; a dyadic value (2.0, -2.0, 0.0, -0.0) keeps every ``a*x`` exact and hides it."""
+    a = abs(float(near))
+    if a == 0.0 or not math.isfinite(a):
+        a = 1.5
+    bias = (1 << (et.exp_bits - 1)) - 1
+    e = math.frexp(a)[1] - 1 + int(rng.integers(-spread, spread + 1))
+    e = min(max(e, 1 - bias), bias)                      # a normal number
+    man = int(rng.integers(0, 1 << et.man_bits)) | 1
+    sign = int(rng.integers(0, 2))
+    return _bits_to_float((sign << (8 * et.size - 1)) | ((e + bias) << et.man_bits) | man, et)
+
+
 def _free_value(s, i: int, rng: np.random.Generator):
-    """Set ``i``'s value of free scalar ``s``: other signs, zero, -0.0, other magnitudes."""
+    """Main set ``i``'s value of free scalar ``s``. Floats: ``-a``, ``0.0``, ``-0.0`` in sets
+    1, 2, 3 whatever the seed (a rewrite that folds ``a``, or is wrong only for its sign or for
+    a zero, meets them in a check of 4 sets), then values with a full random significand near
+    ``a`` and far above it (:func:`inexact_float`). Ints: zero, one, other magnitudes."""
     v = s.value
     if s.elem.is_float:
         a = float(v) if v else 1.5
-        choices = [-a, 0.0, -0.0, a * float(rng.uniform(50, 5000)), float(rng.normal()) * 3.0 or 0.25]
-        return choices[(i - 1) % len(choices)]
+        k = (i - 1) % 5
+        if k < 3:
+            return (-a, 0.0, -0.0)[k]
+        if k == 3:
+            return inexact_float(s.elem, a, rng)
+        return inexact_float(s.elem, a * float(rng.uniform(100, 5000)), rng, spread=0)
     v = int(v)
     if v > 1:
         choices = [0, 1, v // 2, v - 1]
@@ -481,10 +518,51 @@ def _free_value(s, i: int, rng: np.random.Generator):
     return choices[(i - 1) % len(choices)]
 
 
+# --------------------------------------------------------------------------- sizes
+
+# Vector widths (elements) and unroll factors the passes version on: sizes in the extra
+# "tail" sets cover every residue modulo 8 and the residue 15 modulo 16, and one main set is
+# an exact multiple of the block and of 16, so a rewrite that is wrong only for one residue
+# (or only when nothing is left over) meets an input that shows it.
+TAIL_RESIDUES = (0, 1, 2, 3, 4, 5, 6, 7, 15)
+MULTIPLE_OF = 16
+# the largest buffer of a tail set holds at most max(this, two blocks + 16) elements: a spec with
+# several sizes (w x h, GEMM's M, N, K) gets them all smaller, so that nine tail sets stay cheap
+TAIL_MAX_ELEMENTS = 4096
+
+
+@dataclass(frozen=True)
+class LargeTarget:
+    """The one large input set a backend runs (:func:`large_variant`): its largest buffer
+    reaches ``elements`` elements (indices past 2^16 and 2^17 on the CPU emulator, where
+    16-bit index arithmetic or a rewrite wrong only for large ``i`` shows), within
+    ``max_bytes`` of buffers and ``max_threads`` threads, its work (the product of the size
+    parameters) at most ``max_growth`` times that of the spec's own sizes. Whether nvcc's own
+    launch there is cheap enough is decided by the check from nvcc's launches on the other
+    sets: its predicted time may be ``time_factor`` x their slowest launch, or ``rest_factor``
+    x all of them together (both grow with the machine's load alike, so the choice does not
+    depend on it), or ``max_seconds`` whatever they took."""
+    elements: int = (1 << 17) + (1 << 10)
+    max_growth: float = 64.0
+    max_bytes: int = 64 << 20
+    max_threads: int = 1 << 22
+    time_factor: float = 3.0
+    rest_factor: float = 1.0
+    max_seconds: float = 0.0
+
+
+CPU_LARGE = LargeTarget()
+
+
+def is_inferred(spec: LaunchSpec) -> bool:
+    """The spec came from inference (its sizes are the ones the tracer followed)."""
+    return str(spec.origin or "").startswith("inferred")
+
+
 def _size_value(v: int, i: int, bx: int, rng: np.random.Generator) -> int:
     step = bx * MULTIPLE_OF // np.gcd(bx, MULTIPLE_OF)
     if i % 3 == 1 and v >= step:
-        return (v // step) * step                       # an exact multiple of block and of 16
+        return int((v // step) * step)                  # an exact multiple of block and of 16
     if i % 3 == 2:
         cand = v - int(rng.integers(1, max(2, min(bx, v))))   # a little smaller, not a multiple
     else:
@@ -495,7 +573,7 @@ def _size_value(v: int, i: int, bx: int, rng: np.random.Generator) -> int:
 
 
 def _varied_sizes(spec: LaunchSpec) -> list[str]:
-    """Size parameters the checker may give other values: the spec lets sizes vary, and the
+    """Size parameters the main sets may give other values: the spec lets sizes vary, and the
     parameter has no explicit ``values`` and is not pinned."""
     if not spec.vary_sizes:
         return []
@@ -503,11 +581,33 @@ def _varied_sizes(spec: LaunchSpec) -> list[str]:
             if s.name in spec.size_params() and not s.values and not s.pinned]
 
 
+def extra_sizes(spec: LaunchSpec) -> dict[str, int]:
+    """Size parameters the extra sets (tails, whole blocks, large) give their own values, each
+    with the multiple its values keep. An explicit spec: those :func:`_varied_sizes` allows
+    (multiple 1; none where it says ``vary_sizes = false``). An inferred spec: every unpinned
+    size parameter, its ``values`` being only the sizes the tracer followed (the check proves
+    the extra ones in bounds with the tracer before it runs them: superopt.judge.size_proof),
+    with the greatest common divisor of those values when there are several (inference makes
+    sizes ``m * prime`` when the kernel's vector accesses or warp collectives need multiples
+    of ``m``)."""
+    if spec.vary_sizes:
+        return {n: 1 for n in _varied_sizes(spec)}
+    if not is_inferred(spec):
+        return {}
+    out = {}
+    sizes = set(spec.size_params())
+    for s in spec.scalars:
+        if s.name in sizes and not s.pinned and int(s.value) >= 1:
+            vals = {int(s.value), *(int(v) for v in (s.values or ()))}
+            out[s.name] = max(1, math.gcd(*vals)) if len(vals) > 1 else 1
+    return out
+
+
 def size_variants(spec: LaunchSpec, count: int, rng: np.random.Generator) -> list[dict]:
-    """Scalar overrides for ``count`` input sets: the spec's values first; then sizes that
-    are exact multiples of the block, a little smaller and not multiples, or small (never
+    """Scalar overrides for ``count`` main input sets: the spec's values first; then sizes
+    that are exact multiples of the block, a little smaller and not multiples, or small (never
     larger than the spec's, so a fixed grid still covers them); explicit ``values`` lists of
-    scalars when given; and fresh values of the free scalars (:func:`free_scalars`)."""
+    scalars when given; and fresh values of the free scalars (:func:`_free_value`)."""
     out: list[dict] = [{}]
     explicit = {s.name: s.values for s in spec.scalars if s.values}
     sizes = _varied_sizes(spec)
@@ -528,24 +628,49 @@ def size_variants(spec: LaunchSpec, count: int, rng: np.random.Generator) -> lis
     return out[:count]
 
 
-def tail_variants(spec: LaunchSpec, rng: np.random.Generator) -> list[dict]:
-    """Overrides for the small "tail" sets: every size parameter at ``k*16 + r`` for each
-    residue ``r`` of :data:`TAIL_RESIDUES` (at most the spec's value). Empty when the spec
-    does not let sizes vary or has no size parameter."""
-    sizes = _varied_sizes(spec)
+def _largest(spec: LaunchSpec, ov: dict) -> int | None:
+    try:
+        rs = spec.resolved(ov)
+    except SpecError:
+        return None
+    return max((int(b.length) for b in rs.buffers), default=0)
+
+
+def tail_variants(spec: LaunchSpec, rng: np.random.Generator | None = None) -> list[dict]:
+    """Overrides for the small "tail" sets: every size parameter of :func:`extra_sizes` at
+    ``m * (16k + r)`` for each residue ``r`` of :data:`TAIL_RESIDUES` (``m`` the multiple it
+    keeps; ``16k + r`` up to two blocks past 16, at most the spec's value); with several size
+    parameters all ``k`` shrink together until the largest buffer holds at most
+    ``max(TAIL_MAX_ELEMENTS, two blocks + 16)`` elements. Every residue gets its own tail set,
+    even one a main set's size has: a main set may hide it (``a = 0`` there, values of 2^40).
+    Deterministic (the check proves an inferred spec's tail sizes once and reuses the proof);
+    empty when no size may vary. ``rng`` is not used (kept for callers that pass one)."""
+    sizes = extra_sizes(spec)
     if not sizes:
         return []
     base = spec.scalar_values()
-    out = []
+    reach = 2 * max(spec.block) + MULTIPLE_OF
+    budget = max(TAIL_MAX_ELEMENTS, 2 * spec.threads + MULTIPLE_OF)
+    out: list[dict] = []
     for r in TAIL_RESIDUES:
-        ov = {}
-        for name in sizes:
-            v = int(base[name])
-            top = min(v, 2 * spec.block[0] + MULTIPLE_OF)
+        ks: dict[str, int] = {}
+        for name, m in sizes.items():
+            units = int(base[name]) // m
+            top = min(units, max(reach // m, MULTIPLE_OF + r))
             k = max(0, (top - r) // MULTIPLE_OF)
-            if k * MULTIPLE_OF + r <= v and k * MULTIPLE_OF + r >= 1:
-                ov[name] = k * MULTIPLE_OF + r
-        if ov and ov not in out:
+            if 1 <= k * MULTIPLE_OF + r <= units:
+                ks[name] = k
+        if not ks:
+            continue
+        f = 1.0
+        while True:
+            scaled = {n: (max(1 if k else 0, int(k * f)) if f < 1 else k) for n, k in ks.items()}
+            ov = {n: sizes[n] * (k * MULTIPLE_OF + r) for n, k in scaled.items() if k * MULTIPLE_OF + r >= 1}
+            big = _largest(spec, ov)
+            if big is None or big <= budget or all(k <= 1 for k in scaled.values()):
+                break
+            f *= 0.7
+        if big is not None and ov and ov not in out:
             out.append(ov)
     return out
 
@@ -554,18 +679,19 @@ def multiple_variant(spec: LaunchSpec, planned: list[dict]) -> list[dict]:
     """One more set when no planned set gives a size parameter a value that is an exact
     multiple of block.x and of 16 (e.g. an inferred spec with its own list of sizes): the
     largest such multiple not above the spec's value, so that code wrong only for whole
-    blocks shows. Not when the spec says ``vary_sizes = false`` itself or pins the size
-    (an inferred spec's ``vary_sizes = false`` only says its values were chosen for it; a
-    baseline that misbehaves on the extra set has it dropped)."""
-    if not spec.vary_sizes and spec.origin != "inferred":
+    blocks shows. Not when the spec says ``vary_sizes = false`` itself or pins the size (an
+    inferred spec's ``vary_sizes = false`` only says its values were chosen for it: the check
+    proves the extra size in bounds first, superopt.judge.size_proof)."""
+    if not spec.vary_sizes and not is_inferred(spec):
         return []
+    keep = extra_sizes(spec) if not spec.vary_sizes else {}
     bx = int(spec.block[0])
-    step = bx * MULTIPLE_OF // int(np.gcd(bx, MULTIPLE_OF))
     base = spec.scalar_values()
     ov: dict = {}
     for name in spec.size_params():
         if spec.param(name).pinned:
             continue
+        step = math.lcm(bx, MULTIPLE_OF, keep.get(name, 1))
         if any(int(o.get(name, base[name])) % step == 0 and int(o.get(name, base[name])) > 0 for o in planned):
             continue
         m = (int(base[name]) // step) * step
@@ -574,9 +700,210 @@ def multiple_variant(spec: LaunchSpec, planned: list[dict]) -> list[dict]:
     return [ov] if ov else []
 
 
-def input_plan(spec: LaunchSpec, sets: int, rng: np.random.Generator) -> list[dict]:
-    """Scalar overrides of every input set the check runs: ``sets`` main sets
-    (:func:`size_variants`), the small tail sets (:func:`tail_variants`), and a whole-block
-    set when none of those has one (:func:`multiple_variant`)."""
-    planned = size_variants(spec, sets, rng) + tail_variants(spec, rng)
-    return planned + multiple_variant(spec, planned)
+def _type_max(spec: LaunchSpec, name: str) -> int:
+    et = spec.param(name).elem
+    bits = 8 * et.size
+    return (1 << (bits - 1)) - 1 if et.kind == "int" else (1 << bits) - 1
+
+
+def _fits(spec: LaunchSpec, ov: dict, target: LargeTarget):
+    """(largest buffer, total bytes, threads) of the launch at ``ov``, or None past a limit of
+    ``target`` or of a launch (grid y and z up to 65535)."""
+    try:
+        rs = spec.resolved(ov)
+    except SpecError:
+        return None
+    threads = math.prod(rs.grid) * rs.threads
+    nbytes = sum(b.nbytes for b in rs.buffers)
+    if (threads > target.max_threads or nbytes > target.max_bytes or rs.grid[0] > (1 << 31) - 1
+            or rs.grid[1] > 65535 or rs.grid[2] > 65535):
+        return None
+    return max((int(b.length) for b in rs.buffers), default=0), nbytes, threads
+
+
+def large_variant(spec: LaunchSpec, target: LargeTarget = CPU_LARGE) -> dict | None:
+    """Overrides for the one large input set: every size parameter of :func:`extra_sizes`
+    scaled by one factor, each an exact multiple of block.x, of 16 and of the multiple it keeps
+    (so the large set is also a whole-block set, :func:`multiple_variant`: the tails cover the
+    residues), the smallest factor that makes the largest buffer reach ``target.elements``, within the
+    target's bytes, threads and work growth (:class:`LargeTarget`) and the parameters'
+    integer ranges. None when the spec's own sizes already reach it (the main sets cover it),
+    when no size may vary, or when the target cannot be reached within those limits (a set
+    that does not reach it would cost without showing what it is for). Deterministic."""
+    sizes = extra_sizes(spec)
+    if not sizes:
+        return None
+    base = {n: int(v) for n, v in spec.scalar_values().items() if n in sizes}
+    start = _largest(spec, {})
+    if start is None or start >= target.elements:
+        return None
+
+    bx = int(spec.block[0])
+
+    def at(t: float):
+        ov = {}
+        for name, m in sizes.items():
+            step = math.lcm(bx, MULTIPLE_OF, m)
+            val = step * max(1, math.ceil(base[name] * t / step))
+            if val > _type_max(spec, name):
+                return None
+            ov[name] = max(val, base[name])
+        growth = math.prod(ov[n] / base[n] for n in ov)
+        if growth > target.max_growth:
+            return None
+        got = _fits(spec, ov, target)
+        return None if got is None else (ov, got[0])
+
+    def boundary(lo: float, hi: float, ok) -> tuple[float, float]:
+        """(last factor not ok, first ok) between ``lo`` (not ok) and ``hi`` (ok), to a thousandth."""
+        while hi - lo > 1e-3 * hi:
+            mid = (lo + hi) / 2
+            lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+        return lo, hi
+
+    def reaches(t: float) -> bool:
+        g = at(t)
+        return g is not None and g[1] >= target.elements
+
+    lo, t = 1.0, 2.0                            # lo: within every limit, short of the target
+    while not reaches(t):
+        if at(t) is None:                       # past a limit first: the largest factor within them
+            t = boundary(lo, t, lambda x: at(x) is None)[0]
+            if not reaches(t):
+                return None
+            break
+        lo, t = t, 2 * t
+        if t > 2.0 ** 40:
+            return None
+    g = at(boundary(lo, t, reaches)[1])
+    return None if g is None else g[0]
+
+
+def work_growth(spec: LaunchSpec, ov: dict) -> float:
+    """How many times the spec's work the overrides ``ov`` give it, estimated as the product
+    of the size parameters' growth (exact for element-wise kernels and for loops over sizes:
+    ``n``, ``w*h``, GEMM's ``M*N*K``)."""
+    base = spec.scalar_values()
+    return math.prod(max(1, int(v)) / max(1, int(base[n])) for n, v in ov.items() if n in spec.size_params())
+
+
+# --------------------------------------------------------------------------- the plan
+
+@dataclass
+class PlannedSet:
+    """One input set of the plan: its scalar overrides and what it is for (``main``, ``tail``,
+    ``whole blocks``, ``large``). ``fallback``: run only when the large set is not (a large
+    set is a whole-block size too)."""
+    overrides: dict
+    kind: str = "main"
+    fallback: bool = False
+
+    def rotation(self, index: int) -> int:
+        """Where set ``index`` is in the rotation of ``auto`` distributions. Main sets: their
+        index (every distribution, specials and large magnitudes included). Tail sets: the
+        ordinary ones in turn (floats N(0, 1), U[-1, 1), positive; ints each of theirs); the
+        whole-block and the large set: the first (floats N(0, 1)). What those sets are for (one
+        element past the last whole vector, indices past 2^17) must not be hidden by values that
+        absorb a small error (``y + 1`` on y = 2^40, a NaN either way)."""
+        if self.kind == "tail":
+            return (0, 2, 4)[index % 3]
+        return 0 if self.kind in ("whole blocks", "large") else index
+
+    @property
+    def extra(self) -> bool:
+        return self.kind != "main"
+
+
+@dataclass
+class InputPlan:
+    sets: list[PlannedSet]
+    notes: list[str] = field(default_factory=list)
+
+
+def _sizes_text(ov: dict, spec: LaunchSpec) -> str:
+    sizes = set(spec.size_params())
+    return ", ".join(f"{k}={v}" for k, v in ov.items() if k in sizes) or "the spec's sizes"
+
+
+def input_plan(spec: LaunchSpec, sets: int, rng: np.random.Generator, *, large: LargeTarget | None = CPU_LARGE,
+               prove=None) -> InputPlan:
+    """Every input set the check runs, the same plan whatever the spec's origin: ``sets``
+    main sets (:func:`size_variants`), the small tail sets (:func:`tail_variants`), a
+    whole-block set when none of those has one (:func:`multiple_variant`) and one large set
+    (:func:`large_variant` at ``large``; None: none). Free float scalars get a value with a
+    full random significand near the spec's in every extra set (:func:`inexact_float`).
+
+    ``prove(overrides)``: None when the spec's buffers are proven to cover the launch at those
+    sizes, else the reason (an inferred spec: superopt.judge.size_proof); a tail or whole-block
+    set it does not prove is left out with a note. The large set comes last, as candidates in
+    order (at ``large``, then at the CPU's smaller target when ``large`` is larger): the check
+    runs the first that it proves and finds affordable, and proves it only then (a proof at
+    2^17 costs a trace of as many threads). A large set is a whole-block size: the whole-block
+    set is then its ``fallback``, run only when no large set is (superopt.judge.check)."""
+    plan = InputPlan([PlannedSet(ov) for ov in size_variants(spec, sets, rng)])
+
+    def admit(ov: dict, kind: str) -> bool:
+        why = prove(ov) if prove is not None else None
+        if why:
+            plan.notes.append(f"no {kind} set at {_sizes_text(ov, spec)}: the inferred spec's buffers are not "
+                              f"proven to cover that launch ({why})")
+        return not why
+
+    for ov in tail_variants(spec):
+        if admit(ov, "tail"):
+            plan.sets.append(PlannedSet(ov, "tail"))
+    targets = [large] if large is not None else []
+    if large is not None and large.elements > CPU_LARGE.elements:
+        targets.append(replace(large, elements=CPU_LARGE.elements))
+    bigs = []
+    for t in targets:
+        ov = large_variant(spec, t)
+        if ov is not None and ov not in [b.overrides for b in bigs]:
+            bigs.append(PlannedSet(ov, "large"))
+    for ov in multiple_variant(spec, [p.overrides for p in plan.sets]):
+        if admit(ov, "whole-block"):
+            plan.sets.append(PlannedSet(ov, "whole blocks", fallback=bool(bigs)))
+    plan.sets.extend(bigs)
+    floats = [s for s in free_scalars(spec) if s.elem.is_float]
+    for p in plan.sets:
+        if p.extra:
+            for s in floats:
+                p.overrides[s.name] = inexact_float(s.elem, float(s.value), rng)
+    return plan
+
+
+# --------------------------------------------------------------------------- candidate poisons
+
+# The candidate's two launches of set i start their outputs from POISONS[i % 3] and
+# POISONS[(i + 1) % 3]: every set has one launch whose poison no element of nvcc's results
+# equals (an element the candidate fails to write shows), and over the sets each launch meets
+# NaN, random bits and nvcc's own results (code right only while its output holds NaN fails).
+POISONS = ("nan", "bits", "baseline")
+
+
+def candidate_poison(kind: str, ref: np.ndarray, et: Union[ElemType, str], rng: np.random.Generator,
+                     equal=None) -> np.ndarray:
+    """Initial contents of an output buffer for a candidate's launch. ``nan``: quiet NaNs with
+    random payloads (floats; ints random bits), :func:`poison_unlike`. ``bits``: random bits
+    (floats of every kind, NaN rarely). ``baseline``: nvcc's own results ``ref``. For ``nan``
+    and ``bits`` no element equals ``ref`` (``equal(ref, p)``: the check's comparison under its
+    policy; default: bitwise, any NaN equal to any NaN)."""
+    if isinstance(et, str):
+        et = elem_type(et)
+    if kind not in POISONS:
+        raise ValueError(f"unknown poison {kind!r} (known: {', '.join(POISONS)})")
+    if kind == "baseline":
+        return np.array(ref, copy=True)
+    if kind == "nan" or not et.is_float:       # ints: random bits either way
+        p = poison_unlike(ref, et, rng)
+        if kind == "nan" or equal is None:
+            return p
+    else:
+        p = np.frombuffer(rng.bytes(ref.size * et.size), dtype=et.bits_dtype).copy().view(et.dtype)
+    same = equal(ref, p) if equal is not None else (
+        (_bits(ref, et) == _bits(p, et)) | (is_nan_bits(ref, et) & is_nan_bits(p, et)))
+    if same.any():
+        fix = poison_unlike(ref[same], et, rng)
+        p = p.copy()
+        p[same] = fix
+    return p

@@ -78,7 +78,7 @@ from superopt.specs.facts import (ParamInfo, affine_to_expr, grid_bounds, kernel
 from superopt.specs.trace import TraceResult, TraceTimeout, trace
 from superopt.specs.virtual_pointers import VirtualPointers
 
-__all__ = ["InferenceResult", "infer_specs", "check_spec", "explicit_specs", "INDEX_RANGE"]
+__all__ = ["InferenceResult", "infer_specs", "check_spec", "launch_problems", "explicit_specs", "INDEX_RANGE"]
 
 INDEX_RANGE = 1000                    # values of index buffers without a bound: 0..999
 MAX_THREADS = 1 << 17
@@ -432,44 +432,63 @@ def check_spec(module, fn, spec: LaunchSpec, *, max_threads: int = 1 << 20) -> l
         if threads > max_threads:
             notes.append(f"launch {rs.grid}x{rs.block} too large to trace; buffer lengths not checked")
             continue
-        # tracer indices: the kernel's params in order, then the embedded buffers (virtual
-        # pointer params, reached through the pointer fields of bytes params)
-        ordered = rs.kernel_params + [p for p in rs.params if isinstance(p, Buffer) and p.embedded]
-        at = {p.name: i for i, p in enumerate(ordered)}
-        kinds, ranges = {}, {}
-        for i, p in enumerate(ordered):
-            if isinstance(p, Bytes):
-                value = int.from_bytes(p.raw, "little")
-                ptrs = {off: at[b] for off, b in p.pointers.items()}
-                kinds[i] = ("bytes", value, ptrs) if ptrs else ("bytes", value)
-                continue
-            if isinstance(p, Buffer):
-                kinds[i] = ("ptr", p.name) if p.embedded else ("ptr",)
-                if p.distribution.startswith("index:"):
-                    env = rs.scalar_values()
-                    lo, _, hi = p.distribution[6:].partition("..")
-                    ranges[i] = (eval_expr(lo, env), eval_expr(hi, env) - 1)
-            elif p.elem.is_float:
-                # a float's value may decide control flow only where the checker keeps it:
-                # where the format has ``pinned``, the checker varies unpinned float scalars
-                fixed = p.pinned if hasattr(p, "pinned") else True
-                kinds[i] = ("float", p.value) if fixed else ("float",)
-            else:
-                kinds[i] = ("int", p.value)
-        r = trace(module, fn, rs.grid, rs.block, rs.shared_bytes, kinds, ranges)
-        label = ", ".join(f"{k}={v}" for k, v in rs.scalar_values().items() if k in rs.size_params()) or "as given"
-        for prob in r.problems + r.shape_problems:
-            notes.append(f"launch ({label}): {prob}")
-        for i, acc in r.buffers.items():
-            p = ordered[i]
-            if acc.end is None:
-                continue
-            if acc.lo < 0:
-                notes.append(f"launch ({label}): buffer {p.name!r} is accessed {-acc.lo} bytes before its start")
-            need = -(-acc.end // p.elem.size)
-            if need > p.length:
-                notes.append(f"launch ({label}): buffer {p.name!r} has {p.length} elements but the kernel "
-                             f"touches element {need - 1}")
+        notes += launch_problems(module, fn, rs)
+    return notes
+
+
+def launch_problems(module, fn, rs: LaunchSpec, *, max_lane_steps: int | None = None,
+                    deadline: float | None = None, alignment: bool = False) -> list[str]:
+    """Trace the one launch of the resolved spec ``rs`` over every thread and say where its
+    buffers do not cover what the kernel touches or the launch cannot be bounded (problems of
+    the tracer, shape problems: shared memory out of bounds or read before any thread of the
+    block writes it, a trap); [] when it covers everything. Unpinned float scalars are traced
+    as unknown (the checker varies them), index buffers with their distribution's range.
+    ``max_lane_steps`` and ``deadline`` (a ``time.monotonic()`` value) bound the trace (past
+    them it is a problem: "analysis budget"); ``alignment``: also a problem when some access
+    would be misaligned, or a full-warp collective would run with lanes gone, at these sizes
+    (inference then makes sizes multiples: ``_NeedMultiple``)."""
+    notes = []
+    # tracer indices: the kernel's params in order, then the embedded buffers (virtual
+    # pointer params, reached through the pointer fields of bytes params)
+    ordered = rs.kernel_params + [p for p in rs.params if isinstance(p, Buffer) and p.embedded]
+    at = {p.name: i for i, p in enumerate(ordered)}
+    kinds, ranges = {}, {}
+    for i, p in enumerate(ordered):
+        if isinstance(p, Bytes):
+            value = int.from_bytes(p.raw, "little")
+            ptrs = {off: at[b] for off, b in p.pointers.items()}
+            kinds[i] = ("bytes", value, ptrs) if ptrs else ("bytes", value)
+            continue
+        if isinstance(p, Buffer):
+            kinds[i] = ("ptr", p.name) if p.embedded else ("ptr",)
+            if p.distribution.startswith("index:"):
+                env = rs.scalar_values()
+                lo, _, hi = p.distribution[6:].partition("..")
+                ranges[i] = (eval_expr(lo, env), eval_expr(hi, env) - 1)
+        elif p.elem.is_float:
+            # a float's value may decide control flow only where the checker keeps it:
+            # where the format has ``pinned``, the checker varies unpinned float scalars
+            fixed = p.pinned if hasattr(p, "pinned") else True
+            kinds[i] = ("float", p.value) if fixed else ("float",)
+        else:
+            kinds[i] = ("int", p.value)
+    r = trace(module, fn, rs.grid, rs.block, rs.shared_bytes, kinds, ranges, deadline=deadline,
+              max_lane_steps=max_lane_steps)
+    label = ", ".join(f"{k}={v}" for k, v in rs.scalar_values().items() if k in rs.size_params()) or "as given"
+    for prob in r.problems + r.shape_problems:
+        notes.append(f"launch ({label}): {prob}")
+    if alignment and r.needs_multiple > 1:
+        notes.append(f"launch ({label}): {r.multiple_reason}")
+    for i, acc in r.buffers.items():
+        p = ordered[i]
+        if acc.end is None:
+            continue
+        if acc.lo < 0:
+            notes.append(f"launch ({label}): buffer {p.name!r} is accessed {-acc.lo} bytes before its start")
+        need = -(-acc.end // p.elem.size)
+        if need > p.length:
+            notes.append(f"launch ({label}): buffer {p.name!r} has {p.length} elements but the kernel "
+                         f"touches element {need - 1}")
     return notes
 
 

@@ -162,7 +162,10 @@ def test_log_grows_to_what_nvcc_code_needed(monkeypatch):
     monkeypatch.setattr(AJ, "initial_capacity", lambda sets: 10)
     runs = run_baseline(BASE, BINS, backend="emulator", sets=1)
     assert not hasattr(runs, "status"), runs.summary()
-    assert runs.atomic.capacity == 3000
+    # the most records one launch of nvcc's code made: 3000 on the spec's own set (more on the large
+    # set, where that runs: it costs more than all other sets together for n = 3000, and may not)
+    assert runs.atomic.capacity == max(runs.atomic.counts.values())
+    assert runs.atomic.counts["set 0 (n=3000)"] == 3000 and runs.atomic.capacity >= 3000
     v = check(BASE, BASE, BINS, backend="emulator", baseline=runs)
     assert v.status == ACCEPTED, v.summary()
     v = check(BASE, ptx("neighbour"), BINS, backend="emulator", baseline=runs)

@@ -10,7 +10,8 @@ only by luck shows. Why none of the cheats is caught only probabilistically:
   input sets 1..3 whatever the seed (superopt.judge.inputs._free_value), so the
   condition they depend on is always met; the outputs then differ in (nearly) every element.
 * mult256: one set always has n an exact multiple of 256 (size_variants for the explicit
-  spec; inputs.multiple_variant for the inferred one, whose sizes are its own).
+  spec; for the inferred one, whose sizes are its own, the large set, a whole-block size, or
+  inputs.multiple_variant's set where the large one is not run).
 * unwritten_store: the static def-use check decides it before anything runs.
 * read_past_end: the last thread reads x[n] in every set (the emulator counts every load).
 * cache_ptr: the emulator gives every set its allocations at the same addresses, so set 1
@@ -22,6 +23,20 @@ only by luck shows. Why none of the cheats is caught only probabilistically:
   stored value is derived from never-written local/shared memory in every run.
 * precision cheats (mul_add, f16): with ~10^5 random inputs some elements round
   differently (each with probability well above 1%).
+
+The input-plan cheats (issue 25), each met by a set every plan has, whatever the seed
+(superopt.judge.inputs.input_plan; the inferred spec's extra sets proven by the tracer first):
+
+* skip_last_n4_2: tail sets with n = 514 and 518 (n % 4 == 2) unless a main set has such an n;
+  tail sets draw ordinary values (N(0, 1), U[-1, 1), positive), so y + a*x != y at the last element.
+* wrong_past_2p17, index16: the large set, n = 132096 (2^17 + 2^10, whole blocks) on the
+  emulator, N(0, 1) inputs: 1024 elements past 2^17; 257 blocks whose loads alias lower ones.
+* mul_add_finite: the spec's a = 2.0 gives -2, 0, -0 in sets 1..3 (all exact products);
+  every tail and the large set get an a with a full random significand (inputs.inexact_float),
+  and over ~500 elements some product rounds differently.
+* nan_output: the candidate's outputs start as random bits (numbers almost everywhere) on one
+  of the two launches of main sets 0 and 1 (inputs.POISONS rotation: set i gets POISONS[i % 3] and
+  POISONS[(i + 1) % 3]) and on every tail and the large set: the store it skips leaves them.
 """
 from __future__ import annotations
 

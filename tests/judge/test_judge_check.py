@@ -80,17 +80,22 @@ def test_equivalent_accepted(fake, variant):
     assert v.status == ACCEPTED, v.summary()
     assert v.exit_code == 0 and v.accepted
     ev = v.evidence
-    # 4 main sets, then the small tail sets (every residue mod 8, and 15 mod 16)
-    assert len(ev["sets"]) == 4 + len(TAIL_RESIDUES)
+    # 4 main sets, the small tail sets (every residue mod 8, and 15 mod 16), then one large set
+    # of whole blocks with indices past 2^17
+    kinds = [s["kind"] for s in ev["sets"]]
+    assert kinds == ["main"] * 4 + ["tail"] * len(TAIL_RESIDUES) + ["large"]
     ns = [s["scalars"]["n"] for s in ev["sets"]]
     assert ns[0] == 5000
     assert any(n % 256 for n in ns) and any(n % 256 == 0 for n in ns)   # tails and exact multiples
-    assert {n % 8 for n in ns} == set(range(8))
+    assert {n % 8 for n in ns} == set(range(8)) and any(n % 16 == 15 for n in ns)
+    assert ns[-1] > 1 << 17 and ns[-1] % 256 == 0
     a_values = {s["scalars"]["a"] for s in ev["sets"]}
     assert {1.7, -1.7, 0.0} <= a_values                # the free scalar a is varied
     assert any("specials" in s["distributions"].values() for s in ev["sets"])
     assert ev["max_diff"]["out"]["max_ulp_diff"] == 0
-    assert fake.calls == 2                                   # baseline once, candidate once (module loads)
+    # module loads: the baseline's main and tail sets, its large set (a call of its own, after the
+    # others' times said it is affordable), the candidate once
+    assert fake.calls == 3
 
 
 @pytest.mark.parametrize("variant,expect", [
@@ -196,16 +201,16 @@ def test_verdict_json_round(fake):
 def test_reused_baseline_runs_judge_like_fresh_ones(fake):
     from superopt.judge.check import BaselineRuns, run_baseline
     runs = run_baseline(BASE, SPEC, backend=fake)
-    assert isinstance(runs, BaselineRuns) and fake.calls == 1
+    assert isinstance(runs, BaselineRuns) and fake.calls == 2       # the large set in a call of its own
     ok = check(BASE, fake_ptx("nan_payload"), SPEC, backend=fake, baseline=runs)
     assert ok.status == ACCEPTED, ok.summary()
-    assert fake.calls == 2                                  # the baseline did not run again
+    assert fake.calls == 3                                  # the baseline did not run again
     assert any("reused" in n for n in ok.evidence["notes"])
     for variant, expect in [("noop", "not written"), ("fma", "differs"), ("cache", "not written"),
                             ("writes_input", "writes its input"), ("off_by_one", "outside buffer")]:
         v = check(BASE, fake_ptx(variant), SPEC, backend=fake, baseline=runs)
         assert v.status == REJECTED and expect in v.reason, (variant, v.reason)
-    assert fake.calls == 7 and runs.uses == 6
+    assert fake.calls == 8 and runs.uses == 6
     sig = ".visible .entry judge_kernel(\n .param .u64 p0,\n .param .u64 p1,\n .param .u64 p2,\n .param .f32 p3\n)\n"
     assert "parameters" in check(BASE, fake_ptx("baseline", sig), SPEC, backend=fake, baseline=runs).reason
     with pytest.raises(ValueError):

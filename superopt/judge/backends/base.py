@@ -70,6 +70,15 @@ class BackendUnavailable(RuntimeError):
 
 class Backend(ABC):
     name: str = "?"
+    # What the check's input plan cannot choose on this backend (the hardware's), for the
+    # verdict's evidence: e.g. the order blocks run in, register contents at launch.
+    not_chosen: tuple = ()
+
+    def large_target(self):
+        """How large the check's one large input set is here
+        (:class:`superopt.judge.inputs.LargeTarget`; None: no large set)."""
+        from superopt.judge.inputs import CPU_LARGE
+        return CPU_LARGE
 
     def available(self) -> tuple[bool, str]:
         """(True, description) when runs are possible, else (False, why not)."""

@@ -99,6 +99,13 @@ class EmulatorBackend(Backend):
     def available(self) -> tuple[bool, str]:
         return True, "CPU emulator (numpy SIMT)"
 
+    def large_target(self):
+        """The CPU's large set (indices past 2^17), within this emulator's size caps."""
+        from dataclasses import replace
+        from superopt.judge.inputs import CPU_LARGE
+        return replace(CPU_LARGE, max_bytes=min(CPU_LARGE.max_bytes, _cap("NVCC_PLUS_EMULATOR_MAX_MB", 256) << 20),
+                       max_threads=min(CPU_LARGE.max_threads, _cap("NVCC_PLUS_EMULATOR_MAX_THREADS", 4 << 20)))
+
     def describe(self) -> dict:
         return {"backend": self.name, "name": "CPU emulator (numpy SIMT)", "numpy": np.__version__,
                 "fma_contraction": self.fma_contraction,

@@ -27,10 +27,10 @@ import numpy as np
 
 from superopt.judge.backends import _proto
 from superopt.judge.backends.base import Backend, BackendUnavailable, RunResult, check_guards
-from superopt.judge.inputs import GUARD_BYTES, InputSet, _cast_floats
+from superopt.judge.inputs import GUARD_BYTES, InputSet, LargeTarget, _cast_floats
 from superopt.specs.launch_spec import Buffer, Bytes, LaunchSpec, Scalar
 
-__all__ = ["GpuBackend", "probe_gpu", "pack_sets", "unpack_result"]
+__all__ = ["GpuBackend", "probe_gpu", "pack_sets", "unpack_result", "GPU_LARGE"]
 
 _ROOT = str(Path(__file__).resolve().parents[3])     # the folder holding superopt/
 
@@ -118,9 +118,22 @@ def _load_file_buffers(results: list[dict], path: str) -> None:
         r["buffers"][k] = (whole[off:off + n], front, back)
 
 
+# The GPU's large input set: indices past 2^20 (eight times the CPU's 2^17), at most 64 MB of
+# buffers. Host-side input generation and comparison dominate a check's cost at such sizes
+# (a check at n = 4 M takes 2-3 s), so not larger by default.
+GPU_LARGE = LargeTarget(elements=(1 << 20) + (1 << 16), max_growth=256.0, max_bytes=64 << 20,
+                        max_threads=1 << 24, time_factor=3.0, rest_factor=1.0, max_seconds=0.005)
+
+
 class GpuBackend(Backend):
     """Runs kernels on an NVIDIA GPU through a persistent, restartable child process."""
     name = "gpu"
+    not_chosen = ("the order in which blocks run and the warp schedule (the hardware's)",
+                  "register contents at launch (whatever ran before; the CPU emulator poisons them)",
+                  "%smid, %warpid, %nsmid and %clock values (the hardware's)")
+
+    def large_target(self):
+        return GPU_LARGE
 
     def __init__(self, device: int | None = None, *, worker_cmd: list[str] | None = None,
                  startup_timeout: float = 120.0, scrub_shared: bool = True):
