@@ -314,6 +314,11 @@ def main(argv=None) -> int:
         base_ms = (row.get("nvcc") or {}).get("median_ms")
         row["speedup"] = {m: round(base_ms / r["median_ms"], 4) for m, r in row.items()
                           if isinstance(r, dict) and r.get("median_ms") and base_ms and m != "nvcc"}
+        # never slower (issue 24): each mode against nvcc beyond the runs' spread, as bench/never_slower judges
+        from bench.never_slower.run import slower_than_nvcc
+        nv = _passing_ms(row.get("nvcc"))
+        row["vs_nvcc"] = {m: slower_than_nvcc(nv, _passing_ms(r)) for m, r in list(row.items())
+                          if isinstance(r, dict) and "runs" in r and m != "nvcc"}
         log(f"{name}: " + ", ".join(f"{m} {r.get('median_ms')} ms {r.get('check')}" for m, r in row.items()
                                     if isinstance(r, dict) and "check" in r))
         save()
@@ -323,6 +328,10 @@ def main(argv=None) -> int:
     print(json.dumps({k: result.get(k) for k in ("gpu_busy_fraction", "searched_fraction", "tune_build_ratio",
                                                  "throughput_ratio", "all_checks_pass")}))
     return 0
+
+
+def _passing_ms(rec: dict | None) -> list[float]:
+    return [r["kernel_ms"] for r in (rec or {}).get("runs", []) if r.get("check") == "PASS" and r.get("kernel_ms")]
 
 
 def finish(result: dict) -> dict:
@@ -342,6 +351,10 @@ def finish(result: dict) -> dict:
     checks = [r.get("check") for p in result["programs"].values() for r in p.values()
               if isinstance(r, dict) and "check" in r]
     result["all_checks_pass"] = bool(checks) and all(c == "PASS" for c in checks)
+    result["slower"] = sum(1 for p in result["programs"].values() for v in (p.get("vs_nvcc") or {}).values()
+                           if v.get("slower"))
+    result["slower_entries"] = sorted(f"{name}:{m}: {v['reason']}" for name, p in result["programs"].items()
+                                      for m, v in (p.get("vs_nvcc") or {}).items() if v.get("slower"))
     return result
 
 

@@ -69,3 +69,14 @@ def test_the_top_makefile_builds_every_project_and_hands_over_captures(tmp_path)
     plain = subprocess.run(["make", "-n", "NVCC=mycc", "blas1"], cwd=tree, capture_output=True, text=True,
                            check=True).stdout
     assert "NVCC_PLUS_CAPTURE" not in plain and "mycc" in plain
+
+
+def test_programs_slower_than_nvcc_beyond_their_spread_are_counted():
+    from bench.never_slower.run import slower_than_nvcc
+    result = {"modes": {}, "programs": {
+        "a": {"nvcc": {"check": "PASS"}, "after": {"check": "PASS"},
+              "vs_nvcc": {"after": slower_than_nvcc([1.0, 1.02], [1.2, 1.21])}},
+        "b": {"nvcc": {"check": "PASS"}, "tune": {"check": "PASS"},
+              "vs_nvcc": {"tune": slower_than_nvcc([1.0, 1.2], [1.05, 1.1])}}}}
+    eco.finish(result)
+    assert result["slower"] == 1 and result["slower_entries"][0].startswith("a:after: median")
