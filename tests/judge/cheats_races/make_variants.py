@@ -61,8 +61,9 @@ VARIANTS = {
         # ---- cheats
         # @%p add with %p from never-written shared memory (never true under poison: equal outputs)
         "scale_guard_add": [SFLAG, (SCALE_STORE, GUARD + "@%p2 add.rn.f32 %f3, %f3, 0f3F800000;\n" + SCALE_STORE)],
-        # @!%p st.global with the same %p: the store is skipped where the garbage holds 1234567
-        "scale_guard_store": [SFLAG, (SCALE_STORE, GUARD + "@!%p2 st.global.f32 [%rd7], %f3;")],
+        # a second store, of 0, under @%p with the same %p: it never runs under poison
+        "scale_guard_store": [SFLAG, (SCALE_STORE, SCALE_STORE + "\n" + GUARD + "mov.f32 %f5, 0f00000000;\n"
+                                                   "@%p2 st.global.f32 [%rd7], %f5;")],
         # right only on SM 0 (the emulator's %smid was always 0)
         "scale_smid": [(SCALE_STORE, "mov.u32 %r9, %smid;\nsetp.ne.s32 %p3, %r9, 0;\n"
                         "@%p3 mov.f32 %f3, 0f00000000;\n" + SCALE_STORE)],
