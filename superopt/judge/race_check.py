@@ -11,8 +11,11 @@ PTX alone (``ptx_ir.memory``: every access's address as a polynomial over ``%tid
 and the parameters):
 
 * **global memory, non-coherent reads** (``nc``): an ``ld.global.nc`` (or ``ldu``) of a buffer
-  the kernel writes. The read-only path need not see writes made during the launch, by any
-  thread, barrier or not.
+  the kernel writes, after something that may make a write of the launch visible to the
+  thread (a global store or atomic, a barrier, a fence, a call, an ordered access, on some path
+  before it). The read-only path need not see such writes; a load ahead of all of them reads
+  memory as it was at launch, which is what that path holds (the ``cache-hints`` pass makes
+  exactly those ``.nc``), and is judged like a plain load.
 * **global memory, other threads' data** (``cross``): a load from a buffer the kernel writes
   (plainly or atomically) at an address that is not provably the loading thread's own element
   of every store to it. "Own element": the same address polynomial, with no opaque register in
@@ -118,38 +121,67 @@ def _var_spaces(module, fn) -> dict[str, str]:
 
 def _provenance(fn) -> dict[str, frozenset]:
     """Register -> the kernel parameters and variables its value may be derived from by
-    arithmetic (``"?"``: a value loaded from memory, or another opaque source), flow-insensitive:
-    the base of a pointer the kernel advances in a loop, where the address polynomial has only
-    an opaque register."""
+    arithmetic (``"?"``: a pointer loaded from global memory, or another opaque source),
+    flow-insensitive: the base of a pointer the kernel advances in a loop, where the address
+    polynomial has only an opaque register. Pointers stored to shared or local memory and
+    loaded back (threads exchanging addresses, as the staging passes do; spills) keep what
+    was stored there, per space."""
     from ptx_ir import isa
     from ptx_ir.nodes import Addr, Reg, Sym
+    from ptx_ir.nodes import walk_operand
     params = {p.name for p in fn.params}
     prov: dict[str, set] = {}
+    pools: dict[str, set] = {".shared": set(), ".local": set()}
     insts = list(fn.instructions)
+    wide = (".u64", ".b64", ".s64")
+
+    def of(ops) -> set:
+        src: set = set()
+        for o in ops:
+            for x in walk_operand(o):
+                if isinstance(x, Reg) and not x.is_special:
+                    src |= prov.get(x.name, set())
+                elif isinstance(x, Sym):
+                    src.add(x.name)
+        return src
+
+    def pool_of(space):
+        sp = (space or "")
+        for k in pools:
+            if sp.startswith(k):
+                return k
+        return None
     changed = True
     while changed:
         changed = False
         for inst in insts:
+            op = inst.opcode
+            if op == "st" and len(inst.operands) == 2:
+                k = pool_of(inst.space)
+                if k is not None:
+                    add = of(inst.operands[1:])
+                    if not add <= pools[k]:
+                        pools[k] |= add
+                        changed = True
+                continue
             defs = [r for r in isa.defs(inst) if not r.is_special]
             if not defs:
                 continue
-            op = inst.opcode
             if op in ("ld", "ldu", "atom"):
                 addr = isa.address_operand(inst)
+                k = pool_of(inst.space)
                 if op == "ld" and inst.space == ".param" and isinstance(addr, Addr) \
                         and isinstance(addr.base, Sym) and addr.base.name in params:
                     src = {addr.base.name}
-                else:       # a pointer loaded from memory comes from anywhere; narrower values are no pointers
-                    src = {"?"} if any(t in (".u64", ".b64", ".s64") for t in inst.types) else set()
+                elif not any(t in wide for t in inst.types):
+                    src = set()          # narrower values are no pointers
+                elif op == "ld" and k is not None and pools[k]:
+                    src = set(pools[k])  # a pointer some thread stored there
+                else:
+                    src = {"?"}          # a pointer loaded from global memory comes from anywhere
             elif op in ("mov", "cvta", "add", "sub", "selp", "cvt", "mad"):
                 # pointer arithmetic: a base plus offsets (of mad, the addend), or a choice of bases
-                ops = inst.operands[3:4] if op == "mad" else inst.operands[1:]
-                src = set()
-                for o in ops:
-                    if isinstance(o, Reg) and not o.is_special:
-                        src |= prov.get(o.name, set())
-                    elif isinstance(o, Sym):
-                        src.add(o.name)
+                src = of(inst.operands[3:4] if op == "mad" else inst.operands[1:])
             else:
                 continue
             for d in defs:
@@ -222,6 +254,46 @@ def _own(a, b, need_block: bool) -> bool:
     return "%tid" in names and ("%ctaid" in names or not need_block)
 
 
+_ORDERING = frozenset({".volatile", ".relaxed", ".acquire", ".release", ".mmio", ".sc", ".acq_rel"})
+_LOCAL = (".shared", ".local", ".param")
+
+
+def _may_show_writes(inst) -> bool:
+    """After ``inst`` a load may observe a write made during the launch: a global (or
+    generic) store or atomic, a barrier, a fence, a call, an async copy or an ordered access."""
+    from ptx_ir import isa
+    op = inst.opcode
+    if op in ("atom", "red", "bar", "barrier", "membar", "fence", "call", "mbarrier", "cp", "griddepcontrol",
+              "sust", "sured", "multimem", "tensormap"):
+        return True
+    if isa.is_store(inst) and not (inst.space or "").startswith(_LOCAL):
+        return True
+    return isa.touches_memory(inst) and bool(set(inst.modifiers) & _ORDERING)
+
+
+def _after_writes_may_show(fn) -> set[int]:
+    """ids of the instructions that something of :func:`_may_show_writes` may precede in the
+    same thread (loops included)."""
+    cfg = fn.cfg
+    reached: set = set()
+    stack = [s for b in fn.blocks if any(_may_show_writes(i) for i in b.instructions) for s in cfg.successors(b)]
+    while stack:
+        b = stack.pop()
+        if id(b) in reached:
+            continue
+        reached.add(id(b))
+        stack.extend(cfg.successors(b))
+    out: set[int] = set()
+    for b in fn.blocks:
+        seen = id(b) in reached
+        for inst in b.instructions:
+            if seen:
+                out.add(id(inst))
+            if _may_show_writes(inst):
+                seen = True
+    return out
+
+
 def _reaches_without_barrier(fn, store, loads: set[int]) -> set[int]:
     """ids of the instructions in ``loads`` reachable from just after ``store`` along a path
     that passes no barrier (through loops too)."""
@@ -281,10 +353,11 @@ def analyze(module, kernel: str) -> Races:
         if a.kind in ("store", "atomic"):
             writes.setdefault(b, []).append(a)
     unknown = writes.get("?", [])
+    late = _after_writes_may_show(fn) if writes else set()
     for a, b in glob:
         if a.kind != "load":
             continue
-        nc = a.inst.opcode == "ldu" or ".nc" in a.inst.modifiers
+        nc = (a.inst.opcode == "ldu" or ".nc" in a.inst.modifiers) and id(a.inst) in late
         if b == "?":
             stores = [s for lst in writes.values() for s in lst]
         else:

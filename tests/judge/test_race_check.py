@@ -47,9 +47,26 @@ def test_own_elements_are_no_race():
 
 
 def test_non_coherent_read_of_a_written_buffer():
-    r = races(kernel(OWN.replace("ld.global.f32 %f2", "ld.global.nc.f32 %f2")))
+    # y read through ld.global.nc after a barrier (another thread's write may be visible)
+    body = ("ld.global.f32 %f1, [%rd4];\nst.global.f32 [%rd5], %f1;\nbar.sync 0;\nld.global.nc.f32 %f2, [%rd5];\n"
+            "add.rn.f32 %f3, %f1, %f2;\nst.global.f32 [%rd5], %f3;")
+    r = races(kernel(body))
     assert keys(r) == {("nc", "y")} and r.cross_block
     assert "through the non-coherent cache" in r.hazards[0].describe()
+    # ... or after its own store: the read-only path need not see it
+    r = races(kernel(body.replace("bar.sync 0;\n", "")))
+    assert keys(r) == {("nc", "y")}
+
+
+def test_a_non_coherent_read_ahead_of_every_write_is_a_plain_read():
+    """ld.global.nc of y before anything in the thread may make a write of the launch visible
+    reads y as it was at launch (what the cache-hints pass proves): judged as a plain read,
+    no race for the thread's own element."""
+    early = OWN.replace("ld.global.f32 %f2", "ld.global.nc.f32 %f2")
+    assert keys(races(kernel(early))) == set()
+    # ahead of every write, but another thread's element: a plain read of it is a race too
+    other = early.replace("ld.global.nc.f32 %f2, [%rd5];", "ld.global.nc.f32 %f2, [%rd5+4];")
+    assert keys(races(kernel(other))) == {("cross", "y")}
 
 
 def test_reading_another_threads_element_of_a_written_buffer():
@@ -127,9 +144,9 @@ $L:
 
 def test_compare_rejects_only_new_hazards_and_names_the_buffer_as_the_spec_does():
     base = races(kernel(OWN))
-    cand = races(kernel(OWN.replace("ld.global.f32 %f2", "ld.global.nc.f32 %f2")))
+    cand = races(kernel(OWN.replace("ld.global.f32 %f2, [%rd5];", "ld.global.f32 %f2, [%rd5+4];")))
     why = race_check.compare(base, cand, {"y": "out"})
-    assert why.startswith("static race check: the candidate `ld.global.nc.f32 %f2, [%rd5]`") and "'out'" in why
+    assert why.startswith("static race check: the candidate `ld.global.f32 %f2, [%rd5+4]`") and "'out'" in why
     assert race_check.compare(cand, cand) is None           # nvcc's code reads it so too
     assert race_check.compare(None, cand) is None and race_check.compare(base, None) is None
     assert race_check.analyze_ptx("not ptx", "k") is None
@@ -187,3 +204,24 @@ def test_launch_bounds_against_every_launch():
     # a residency bound that cannot hold beside the block bound
     assert "cannot be resident" in launch_problem(_fn(".maxntid 1024\n.minnctapersm 4"), [("set 0", (256, 1, 1))])
     assert launch_problem(_fn(".maxntid 256\n.minnctapersm 4"), [("set 0", (256, 1, 1))]) is None
+
+
+
+def test_pointers_exchanged_through_shared_memory_keep_their_buffer():
+    """The staging passes hand global addresses to other threads through shared memory: the
+    loaded pointer still points into x (read-only), not into some unknown written buffer."""
+    body = """
+    shl.b32 %r5, %r1, 3;
+    mov.u32 %r6, s;
+    add.s32 %r7, %r6, %r5;
+    st.shared.u64 [%r7], %rd4;
+    bar.sync 0;
+    xor.b32 %r8, %r5, 8;
+    add.s32 %r9, %r6, %r8;
+    ld.shared.u64 %rd8, [%r9];
+    ld.global.f32 %f1, [%rd8];
+    st.global.f32 [%rd5], %f1;"""
+    assert keys(races(kernel(body))) == set()
+    # a pointer loaded from global memory may point anywhere, into y too
+    loaded = body.replace("ld.shared.u64 %rd8, [%r9];", "ld.global.u64 %rd8, [%rd4];")
+    assert keys(races(kernel(loaded))) == {("cross", "?")}
