@@ -17,10 +17,10 @@ and the parameters):
   memory as it was at launch, which is what that path holds (the ``cache-hints`` pass makes
   exactly those ``.nc``), and is judged like a plain load.
 * **global memory, other threads' data** (``cross``): a load from a buffer the kernel writes
-  (plainly or atomically) at an address that is not provably the loading thread's own element
-  of every store to it. "Own element": the same address polynomial, with no opaque register in
-  it, depending on ``%tid`` and ``%ctaid`` (so one thread's element in the whole grid). No
-  barrier orders one block's writes before another block's reads.
+  (plainly or atomically) at an address that is not the loading thread's own element of one of
+  the stores to it. "Own element": the same address polynomial, depending on ``%tid`` and
+  ``%ctaid`` (so one thread's element in the whole grid), or with the same opaque register in
+  both. No barrier orders one block's writes before another block's reads.
 * **shared memory without a barrier** (``shared``): a load of a shared variable that a store to
   it reaches along a path with no ``bar.sync``/``barrier.sync``/``bar.red``/``bar.warp.sync`` on
   it (loops included), unless both address the thread's own element (same polynomial, with
@@ -236,15 +236,16 @@ def _atoms(offset) -> set[str]:
 
 
 def _own(a, b, need_block: bool) -> bool:
-    """Both accesses address the thread's own element: equal offsets over the launch and
-    parameters (loop counters allowed, opaque registers not), with ``%tid`` in them and, for
-    global memory, ``%ctaid`` too (directly or in a loop counter's start: a grid-stride loop)."""
+    """Both accesses address the thread's own element: equal offsets, with ``%tid`` in them
+    and, for global memory, ``%ctaid`` too (directly or in a loop counter's start: a
+    grid-stride loop); an offset with an opaque register in it (the same register at both,
+    a remainder loop's counter) counts as the thread's own."""
     oa, ob = a.offset, b.offset
     if oa is None or ob is None or oa != ob:
         return False
     atoms = oa.atoms()
     if any(x.startswith("reg:") for x in atoms):
-        return False
+        return True
     names = _atoms(oa)
     for x in atoms:
         if x.startswith("iv:"):
@@ -368,8 +369,9 @@ def analyze(module, kernel: str) -> Races:
             s = stores[0]
             res.hazards.append(Hazard("nc", b, a.inst.line, _text(a.inst), s.inst.line, _text(s.inst)))
             continue
-        other = next((s for s in stores if not _own(a, s, need_block=True)), None)
-        if other is not None:
+        # the thread's own element of some store (an unrolled loop stores several): not a race
+        if not any(_own(a, s, need_block=True) for s in stores):
+            other = stores[0]
             res.hazards.append(Hazard("cross", b, a.inst.line, _text(a.inst), other.inst.line, _text(other.inst)))
 
     # shared memory: loads a store reaches with no barrier between

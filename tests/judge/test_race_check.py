@@ -225,3 +225,15 @@ def test_pointers_exchanged_through_shared_memory_keep_their_buffer():
     # a pointer loaded from global memory may point anywhere, into y too
     loaded = body.replace("ld.shared.u64 %rd8, [%r9];", "ld.global.u64 %rd8, [%rd4];")
     assert keys(races(kernel(loaded))) == {("cross", "?")}
+
+
+def test_an_unrolled_grid_stride_loop_reads_only_its_own_elements():
+    """unroll on a grid-stride saxpy: each load of y has the address of one of the stores (its
+    own element, another iteration's); the remainder loop's counter is an opaque register."""
+    from superopt.search.candidates import Step, apply_plan
+    m = ptx_ir.parse((Path(__file__).resolve().parents[1] / "corpus" / "ptx" / "elementwise.sm_90.ptx").read_text())
+    k = "_Z17saxpy_grid_strideifPKfPf"
+    assert keys(race_check.analyze(m, k)) == set()
+    for factor in (2, 4):
+        nm, _ = apply_plan(m, k, [Step("unroll", {"factor": factor})])
+        assert keys(race_check.analyze(nm, k)) == set(), factor
