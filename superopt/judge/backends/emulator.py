@@ -79,8 +79,9 @@ SERIAL_SAMPLE_WARPS = 256
 # sample; smaller launches, tails among them, run serially in every set)
 SERIAL_LARGE_SETS = 2
 # the serial schedules of a set's second launch, from (set index) mod 5 in this rotation: its
-# serial blocks run in five groups, one per schedule (a launch of fewer blocks runs the first
-# ones only)
+# serial blocks run in SERIAL_PER_LAUNCH groups, one per schedule (a launch of fewer blocks runs
+# the first ones only), so two consecutive sets run all five
+SERIAL_PER_LAUNCH = 3
 SERIAL_ROTATION = ("warps-up", "quarters-up", "interleave", "quarters-down", "warps-down")
 BLOCK_ORDER_ROTATION = ("up", "down", "random")
 ORDER_MIN_CHUNKS = 4        # blocks run in at least this many groups when their order may matter
@@ -96,9 +97,9 @@ def launch_plan(set_index: int, fill: str, across_warps: bool, cross_block: bool
       sets, a sample (the first and last block and random ones, about
       :data:`SERIAL_SAMPLE_WARPS` warps; the rest min-PC), in groups of
       blocks taking the schedules of :data:`SERIAL_ROTATION` in turn from position
-      ``set_index`` (every one when there are five blocks or more): one warp at a time up or
-      down, quarter warps up or down (lanes of a warp out of step), warps interleaved at every
-      store. A candidate that dropped a ``bar.sync`` or ``__syncwarp``, or leaves a shared
+      ``set_index``, :data:`SERIAL_PER_LAUNCH` of them per launch of that many blocks or more
+      (two consecutive sets run all five): one warp at a time up or down, quarter warps up or
+      down (lanes of a warp out of step), warps interleaved at every store. A candidate that dropped a ``bar.sync`` or ``__syncwarp``, or leaves a shared
       value briefly wrong, then differs, where the in-step min-PC schedule hides it.
     * Blocks: a kernel that may read global data other threads write (``cross_block``: the
       static race check, :mod:`superopt.judge.race_check`) runs its blocks down and in a
@@ -114,7 +115,7 @@ def launch_plan(set_index: int, fill: str, across_warps: bool, cross_block: bool
     if fill == "zero" and across_warps and (warps <= SERIAL_MAX_WARPS or i < SERIAL_LARGE_SETS):
         k = i % len(SERIAL_ROTATION)
         kw["schedule"] = SERIAL_ROTATION[k:] + SERIAL_ROTATION[:k]
-        kw["serial_chunks"] = len(SERIAL_ROTATION)
+        kw["serial_chunks"] = SERIAL_PER_LAUNCH
         if warps > SERIAL_MAX_WARPS:
             kw["serial_warps"] = SERIAL_SAMPLE_WARPS
     if cross_block:
