@@ -26,6 +26,14 @@ nvcc's code needed when a baseline run overflows (the counter keeps counting pas
 capacity), up to the limit ``NVCC_PLUS_ATOMIC_LOG_MAX_RECORDS`` (default 2**24); beyond it,
 "could not judge".
 Timing never sees the instrumentation: only the check runs the instrumented PTX.
+
+Contributions and chains cannot see a plain access slipped between the atomics: a candidate
+that reads a target and writes the value back (a no-op on the emulator, which runs the copy
+before the adds or after them; a lost update on a GPU, where other blocks' adds land in
+between) leaves the same multiset and a consistent chain. So a buffer that nvcc's code
+touches only with atomics (integer ones too) must be touched only with atomics by the
+candidate (:func:`plain_access_problem`, from the access summary of
+:mod:`superopt.judge.race_check`, on every backend).
 """
 from __future__ import annotations
 
@@ -43,7 +51,7 @@ from superopt.judge.inputs import InputSet, make_guards
 from superopt.specs.launch_spec import Buffer, Bytes, LaunchSpec
 
 __all__ = ["AtomicMode", "Log", "Refused", "decode", "max_records", "start", "chain_problem", "multiset_difference",
-           "target_masks", "run_logged", "instrument_candidate"]
+           "target_masks", "run_logged", "instrument_candidate", "plain_access_problem"]
 
 DEFAULT_MAX_RECORDS = 1 << 24
 WIDTH = {1: 2, 2: 2, 3: 4, 4: 8}                 # type code -> bytes
@@ -510,3 +518,27 @@ def start(baseline_ptx: str, kernel: str, sets: list[InputSet]) -> AtomicMode | 
 
 def instrument_candidate(mode: AtomicMode, candidate_ptx: str) -> AL.Instrumented | AL.Refused:
     return AL.instrument(candidate_ptx, mode.kernel, mode.capacity)
+
+
+def plain_access_problem(base, cand, names: dict | None = None) -> str | None:
+    """Why the candidate's plain loads and stores are not allowed, or None: it reads or writes
+    plainly a buffer that nvcc's code only updates with atomics (``base``/``cand``:
+    :class:`superopt.judge.race_check.Races`), or, where nvcc's code has such buffers, it makes a
+    plain global access whose buffer the analysis cannot tell and nvcc's code makes none.
+    ``names``: PTX parameter name -> the launch spec's name (for the message)."""
+    if base is None or cand is None:
+        return None
+    only = base.atomic_only()
+    if not only:
+        return None
+    names = names or {}
+    for b in sorted(only):
+        if b in cand.plain:
+            return (f"the candidate accesses buffer {names.get(b, b)!r}, which nvcc's code updates only with atomics, with a "
+                    f"plain load or store (`{cand.plain[b]}`): other threads' atomics between its read and its "
+                    f"write are lost on a GPU, whatever the emulator's order shows")
+    if "?" in cand.plain and "?" not in base.plain:
+        return (f"the candidate makes a plain global access whose buffer cannot be told (`{cand.plain['?']}`), "
+                f"and nvcc's code updates {', '.join(repr(names.get(b, b)) for b in sorted(only))} only with atomics: it may "
+                f"access those plainly")
+    return None

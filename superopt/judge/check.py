@@ -47,13 +47,27 @@ buffer. What it does, and why:
   'x' (1 element past its end)"); on a GPU that stays compute-sanitizer memcheck's job
   (:mod:`superopt.judge.sanitize`).
 * **Nothing unwritten decides anything.** Before anything runs, the static def-use check
-  (:mod:`superopt.judge.static_check`) rejects a candidate whose branch, store, return or call
-  depends on a register that may be read before any write, where nvcc's code has no such
-  use (evidence ``static``). On the emulator, registers, shared and local memory start as
-  fresh random bits every launch, so a result computed from them differs between runs; and
-  they carry a per-lane taint bit through arithmetic and memory: a candidate that stores or
-  branches on a value derived from never-written data where nvcc's code never does is
-  rejected even when the poison happened to give equal outputs (``RunResult.taint``).
+  (:mod:`superopt.judge.static_check`) rejects a candidate whose branch, store, load address,
+  return or call depends on a register that may be read before any write (guard predicates
+  included), where nvcc's code has no such use (evidence ``static``). On the emulator,
+  registers, shared and local memory start as fresh random bits every launch, so a result
+  computed from them differs between runs; and they carry a per-lane taint bit through
+  arithmetic, memory and guards: a candidate that stores, branches, loads from an address,
+  passes a call argument or is predicated on a value derived from never-written data where
+  nvcc's code never does is rejected even when the poison happened to give equal outputs
+  (``RunResult.taint``).
+* **Launches that fit, schedules that race.** Before anything runs, a candidate whose
+  ``.maxntid``/``.reqntid``/``.minnctapersm`` one of the check's launches breaks is rejected
+  (a GPU refuses such a launch; :func:`superopt.judge.launch_contract.launch_problem`). The
+  emulator runs serial warp schedules, blocks in other orders and machine registers that
+  vary (:func:`superopt.judge.backends.emulator.launch_plan`); once the runs agree, the
+  static race check (:mod:`superopt.judge.race_check`) rejects a candidate that reads data
+  other threads of the launch write where nvcc's code does not (``ld.global.nc`` of a written
+  buffer, another block's output, shared memory with no barrier after the store), and the
+  atomic judge one that plainly accesses a buffer nvcc's code only updates with atomics
+  (evidence ``races``; every backend).
+* **Sizes that are whole blocks.** When no planned set gives a size parameter an exact
+  multiple of block.x and of 16 (an inferred spec lists its own sizes), one set does.
 * **Float atomics by their contributions.** When nvcc's kernel has float atomic adds to
   global memory (order-dependent sums: ``atomicAdd(double*)`` reductions), both kernels run
   instrumented (:mod:`superopt.judge.atomic_log`) and the targets of those adds are compared
@@ -778,6 +792,35 @@ def _static_verdict(baseline_ptx, candidate_ptx, kname, policy, ev, t_start) -> 
     return _verdict(REJECTED, why, policy, ev)
 
 
+def _race_verdict(baseline_ptx, candidate_ptx, kname, ev, spec: LaunchSpec | None = None) -> str | None:
+    """The static race check (superopt.judge.race_check) and the atomic judge's rule for
+    buffers nvcc's code touches only atomically (superopt.judge.atomic_judge), once the runs
+    gave equal results: a candidate that reads what other threads of the launch write where
+    nvcc's code does not, or plainly accesses an atomic target, gives those results only on
+    some schedules. Findings go to ``evidence['races']``; the reason to reject, or None."""
+    from superopt.judge import race_check
+    t0 = time.monotonic()
+    b, c = race_check.analyze_ptx(baseline_ptx, kname), race_check.analyze_ptx(candidate_ptx, kname)
+    ev["races"] = {"baseline": b.to_dict() if b else None, "candidate": c.to_dict() if c else None,
+                   "seconds": round(time.monotonic() - t0, 4)}
+    names: dict = {}
+    params = entry_params(baseline_ptx, kname) or []
+    if spec is not None and len(params) == len(spec.kernel_params):
+        names = {pname: p.name for (pname, _, _), p in zip(params, spec.kernel_params)}
+    return atomic_judge.plain_access_problem(b, c, names) or race_check.compare(b, c, names)
+
+
+def _launch_bounds_problem(candidate_ptx: str, kname: str, sets: list) -> str | None:
+    """The candidate's ``.maxntid``/``.reqntid``/``.minnctapersm`` against every launch the check
+    makes (superopt.judge.launch_contract.launch_problem); None when all fit."""
+    from superopt.judge.launch_contract import launch_problem
+    try:
+        fn = ptx_ir.parse(candidate_ptx, fragment=True).function(kname)
+    except (ptx_ir.ParseError, KeyError):
+        return None                      # the runs say what is wrong with it
+    return launch_problem(fn, [(s.label, s.spec.block) for s in sets])
+
+
 def _signature_verdict(baseline_ptx, candidate_ptx, kname, policy, ev) -> Verdict | None:
     sig_b = entry_params(baseline_ptx, kname)
     sig_c = entry_params(candidate_ptx, kname)
@@ -826,14 +869,18 @@ def _taint_excess(cres: list, base: dict) -> str | None:
     if base:
         return None
     for r in cres:
-        for what in ("branch", "store"):
+        for what in _TAINT_SINKS:
             e = (r.taint or {}).get(what)
             if e:
-                verb = "branches" if what == "branch" else "stores"
-                return (f"the candidate {verb} on a value derived from never-written data (a register, "
+                return (f"the candidate {_TAINT_SINKS[what]} a value derived from never-written data (a register, "
                         f"shared or local memory nothing wrote; taint bit) where nvcc's code does not: "
                         f"`{e['first']}` ({e['count']} times, {e['lanes']} lanes)")
     return None
+
+
+# the emulator's taint sinks (superopt.judge.emulator.executor), as the rejection says them
+_TAINT_SINKS = {"branch": "branches on", "store": "stores on", "predicate": "is predicated on",
+                "address": "loads from an address computed from", "call": "passes to a call"}
 
 
 def _judge_candidate(bl: BaselineRuns, candidate_ptx: str, be: Backend, launch_timeout, min_timeout,
@@ -859,6 +906,9 @@ def _judge_candidate(bl: BaselineRuns, candidate_ptx: str, be: Backend, launch_t
     static = _static_verdict(bl.baseline_ptx, candidate_ptx, bl.kernel, policy, ev, t_start)
     if static is not None:
         return static
+    bounds = _launch_bounds_problem(candidate_ptx, bl.kernel, [bl.sets[i] for i in bl.valid])
+    if bounds:
+        return done(REJECTED, f"the candidate cannot be launched as the check launches it: {bounds}")
     base_sets, bres, valid, unwritten = bl.sets, bl.results, bl.valid, bl.unwritten
     base_writes_input, slowest = bl.writes_input, bl.slowest
     outs = {b.name for b in spec.buffers if b.direction == "out"}
@@ -970,6 +1020,9 @@ def _judge_candidate(bl: BaselineRuns, candidate_ptx: str, be: Backend, launch_t
                 return done(REJECTED, f"output differs: {mm.describe()}", mm)
     phases["candidate_compare"] = round(time.monotonic() - t_phase, 4)
     ev["max_diff"] = max_diff
+    race = _race_verdict(bl.baseline_ptx, candidate_ptx, bl.kernel, ev, spec)
+    if race:
+        return done(REJECTED, race)
     taint = _taint_excess(cres, bl.taint)
     if taint:
         return done(REJECTED, taint)

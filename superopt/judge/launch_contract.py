@@ -20,6 +20,15 @@ is applied the directives of the code it produces are compared with nvcc's:
   ``.maxclusterrank``; ``.noreturn``, ...) added, removed or changed: never.
 
 :func:`contract_problem` returns the reason an entry must not be applied, or None.
+
+The judge asks a narrower question of every candidate, before anything runs
+(:func:`launch_problem`): does each launch it is about to make fit the candidate's own block
+bounds? A ``.reqntid 64`` or ``.maxntid 32`` under a 256-thread launch makes the GPU refuse
+the launch (the emulator refuses it the same way, :func:`block_problem`), and a
+``.minnctapersm`` that cannot be resident beside its own ``.maxntid``/``.reqntid`` is a bound
+ptxas cannot meet. ``.maxnreg`` never makes a launch fail by itself (a lower cap spills, and
+whether a higher one exceeds the register file depends on what ptxas allocates: ``ptxas -v``,
+which the search runs).
 """
 from __future__ import annotations
 
@@ -106,6 +115,44 @@ def contract_problem(base_fn, new_fn, specs_in_force: Callable[[], Iterable]) ->
                         f"{_short(choice.origin)})")
             if reqntid is not None and block != _block3(reqntid):
                 return f"sets {what} but the program launches block {list(block)} ({_short(choice.origin)})"
+    return None
+
+
+def block_problem(fn, block) -> str | None:
+    """Why a GPU refuses to launch ``fn`` with ``block`` threads per block (its ``.maxntid`` or
+    ``.reqntid``), or None."""
+    try:
+        maxntid, reqntid = _dims(fn, ".maxntid"), _dims(fn, ".reqntid")
+    except ValueError as exc:
+        return f"has a launch bound that is not a number ({exc})"
+    b = _block3(block)
+    threads = prod(b)
+    if maxntid is not None and threads > prod(maxntid):
+        return (f".maxntid {', '.join(map(str, maxntid))} allows at most {prod(maxntid)} threads per block, "
+                f"the launch has {threads} (block {list(b)})")
+    if reqntid is not None and b != _block3(reqntid):
+        return (f".reqntid {', '.join(map(str, reqntid))} requires block {list(_block3(reqntid))}, "
+                f"the launch has block {list(b)}")
+    return None
+
+
+def launch_problem(fn, launches: Iterable[tuple[str, object]]) -> str | None:
+    """Why ``fn`` (a candidate) cannot be launched as the judge is about to launch it: the first
+    ``(label, block)`` of ``launches`` its ``.maxntid``/``.reqntid`` refuse, or a
+    ``.minnctapersm`` that cannot be resident beside its own block bound (more than
+    :data:`MAX_THREADS_PER_SM` threads per SM); None when every launch fits."""
+    for label, block in launches:
+        why = block_problem(fn, block)
+        if why:
+            return f"{why}, on {label}: a GPU refuses such a launch"
+    try:
+        maxntid, reqntid, minncta = _dims(fn, ".maxntid"), _dims(fn, ".reqntid"), _dims(fn, ".minnctapersm")
+    except ValueError as exc:
+        return f"has a performance directive that is not a number ({exc})"
+    bound = prod(reqntid) if reqntid is not None else (prod(maxntid) if maxntid is not None else None)
+    if minncta is not None and bound is not None and prod(minncta) * bound > MAX_THREADS_PER_SM:
+        return (f".minnctapersm {prod(minncta)} x {bound} threads cannot be resident on an SM "
+                f"({MAX_THREADS_PER_SM} threads)")
     return None
 
 

@@ -3,8 +3,11 @@
 Before anything runs, the judge asks of baseline and candidate: which register uses may
 be reached from the kernel's entry without a write on some path (a *may-be-unwritten*
 use), and does such a value feed something that matters — a branch predicate, a store
-or atomic (address, value or guard), a return or a call? A candidate with such a use
-where nvcc's code has none is rejected (:func:`compare`), with ``static`` evidence.
+or atomic (address, value or guard), a load's address or guard, a return or a call? A
+guard predicate counts like any operand (``isa.uses`` includes it), so ``@%p add`` with an
+unwritten ``%p`` taints what the add writes, and ``@%p st`` is a store sink itself. A
+candidate with such a use where nvcc's code has none is rejected (:func:`compare`), with
+``static`` evidence.
 
 The analysis is a forward "may be unwritten" data flow over the CFG (``ptx_ir`` blocks and
 CFG; the ``entry`` pseudo-definition of ``ptx_ir.dataflow`` is the same idea, but it only
@@ -32,7 +35,7 @@ class UnwrittenUse:
     reg: str                 # the register that may be unwritten where it is read
     line: int | None         # PTX line of the instruction reading it
     text: str                # that instruction
-    sink: str                # what it feeds: branch | store | return | call
+    sink: str                # what it feeds: branch | store | load | return | call
     sink_line: int | None
     sink_text: str
 
@@ -60,6 +63,8 @@ def _sink_kind(inst, isa) -> str | None:
     if isa.is_store(inst):
         return "store"
     op = inst.opcode
+    if op in ("ld", "ldu"):
+        return "load"             # reached through its address or its guard
     if op in ("bra", "brx"):
         return "branch"
     if op in ("ret", "exit"):

@@ -107,3 +107,60 @@ def test_shuffle_moves_taint_between_lanes():
     stats, _ = run(body, block=32)
     # lane 0 never wrote %r5, and every lane reads lane 0's value
     assert events(stats) == {"store": (32, "st.global.u32 [%rd3], %r6")}
+
+
+# ---------------------------------------------------------------- guards, addresses, calls (issue 25)
+# %p2 is "a never-written shared word holds 1234567": false in every lane under random poison,
+# so the guarded instruction never runs and the outputs equal a correct kernel's; only the
+# taint bit of the guard shows that whether it runs depends on data nothing wrote
+SHARED_FLAG = ".shared .align 4 .b8 sflag[4];\n"
+GUARD = "ld.shared.u32 %r9, [sflag];\nsetp.eq.u32 %p2, %r9, 1234567;\n"
+
+
+def test_a_guard_from_never_written_shared_memory_taints_what_it_guards():
+    # @%p2 add: %r7 depends on the garbage in every lane (written or not), and is stored
+    stats, _ = run(TID + GUARD + "mov.u32 %r7, %r1;\n@%p2 add.u32 %r7, %r7, 1;\nst.global.u32 [%rd3], %r7;\nret;",
+                   pre=SHARED_FLAG)
+    assert events(stats) == {"store": (64, "st.global.u32 [%rd3], %r7")}
+
+
+def test_a_store_under_a_guard_from_never_written_shared_memory_is_a_sink():
+    # @%p2 st.global: skipped in every lane, reported for every lane
+    stats, _ = run(TID + GUARD + "@%p2 st.global.u32 [%rd3], %r1;\nret;", pre=SHARED_FLAG)
+    assert events(stats) == {"store": (64, "@%p2 st.global.u32 [%rd3], %r1")}
+
+
+def test_a_guard_from_written_shared_memory_is_clean():
+    stats, prog = run(TID + "st.shared.u32 [sflag], %r1;\nbar.sync 0;\n" + GUARD
+                      + "mov.u32 %r7, %r1;\n@%p2 add.u32 %r7, %r7, 1;\n@%p2 st.global.u32 [%rd3], %r7;\n"
+                        "@!%p2 st.global.u32 [%rd3], %r1;\nret;", pre=SHARED_FLAG)
+    assert events(stats) == {}
+
+
+def test_a_guard_on_a_load_taints_the_loaded_value():
+    body = TID + GUARD + "ld.global.u32 %r7, [%rd3];\n@%p2 ld.global.u32 %r7, [%rd3+4];\nst.global.u32 [%rd3], %r7;\nret;"
+    stats, _ = run(body, pre=SHARED_FLAG, block=32)
+    assert events(stats) == {"store": (32, "st.global.u32 [%rd3], %r7")}
+
+
+def test_a_load_from_an_address_computed_from_never_written_data_is_a_sink():
+    # the index is masked into the buffer, so nothing faults: only the taint shows it
+    body = TID + """
+    ld.shared.u32 %r9, [sflag];
+    and.b32 %r10, %r9, 15;
+    mul.wide.u32 %rd4, %r10, 4;
+    add.s64 %rd5, %rd1, %rd4;
+    ld.global.u32 %r11, [%rd5];
+    ret;"""
+    stats, _ = run(body, pre=SHARED_FLAG)
+    assert events(stats) == {"address": (64, "ld.global.u32 %r11, [%rd5]")}
+
+
+def test_a_call_argument_from_never_written_data_is_a_sink():
+    callee = ".func (.reg .b32 %rr) twice(.reg .b32 %ra)\n{\nadd.u32 %rr, %ra, %ra;\nret;\n}\n"
+    body = TID + "ld.shared.u32 %r9, [sflag];\ncall (%r10), twice, (%r9);\nret;"
+    stats, _ = run(body, pre=SHARED_FLAG + callee)
+    assert "call" in events(stats)
+    clean = TID + "call (%r10), twice, (%r1);\nst.global.u32 [%rd3], %r10;\nret;"
+    stats, _ = run(clean, pre=callee)
+    assert events(stats) == {}

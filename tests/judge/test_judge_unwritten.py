@@ -176,6 +176,26 @@ def test_static_check_cases():
     assert static_check.analyze_ptx("not ptx", "k") is None
 
 
+def test_static_check_covers_guard_predicates_and_addresses():
+    """Issue 25: a guard predicate nothing wrote decides what the guarded instruction writes
+    (``@%p add``) or whether a store happens (``@%p st``); an address nothing wrote decides
+    what a load reads."""
+    r = _analyze("@%p2 add.s32 %r3, %r1, 1;\nst.global.u32 [%rd1], %r3;")
+    # %p2 through the add into the stored value (and %r3 itself: the add may not run)
+    assert {(u.reg, u.sink) for u in r.sinks} == {("%p2", "store"), ("%r3", "store")}
+    assert "@%p2 add.s32" in next(u for u in r.sinks if u.reg == "%p2").describe()
+    r = _analyze("@%p2 st.global.u32 [%rd1], %r1;")
+    assert [(u.reg, u.sink) for u in r.sinks] == [("%p2", "store")]
+    r = _analyze("@%p2 bra $L1;\nst.global.u32 [%rd1], %r1;\n$L1:")
+    assert [u.sink for u in r.sinks] == ["branch"]
+    r = _analyze("ld.global.u32 %r3, [%rd2];")
+    assert [(u.reg, u.sink) for u in r.sinks] == [("%rd2", "load")]
+    # written first: nothing
+    r = _analyze("setp.lt.u32 %p2, %r1, 5;\n@%p2 add.s32 %r3, %r1, 1;\n@%p2 st.global.u32 [%rd1], %r3;\n"
+                 "add.s64 %rd2, %rd1, 4;\nld.global.u32 %r4, [%rd2];")
+    assert r.sinks == [] and r.may_be_unwritten == []
+
+
 def test_static_verdict_compares_with_the_baseline():
     b = static_check.analyze_ptx(SAXPY, K)
     c = static_check.analyze_ptx(variant("saxpy_unwritten_store"), K)

@@ -70,21 +70,76 @@ def _over_caps(input_sets: list) -> str | None:
     return None
 
 
-SERIAL_MAX_WARPS = 512      # a launch run one warp at a time costs ~(warps) x the issues
+# A serial schedule runs the same warp of every block of a chunk together, so its cost grows
+# with the issues (warps per block x instructions), hardly with the blocks: a launch of at most
+# SERIAL_MAX_WARPS warps runs every block serially, a larger one a sample of blocks, about
+# SERIAL_SAMPLE_WARPS warps (the first, the last, random ones).
+SERIAL_MAX_WARPS = 256
+SERIAL_SAMPLE_WARPS = 256
+# ... in the first SERIAL_LARGE_SETS input sets (each such launch runs every schedule on its
+# sample; smaller launches, tails among them, run serially in every set)
+SERIAL_LARGE_SETS = 2
+# the serial schedules of a set's second launch, from (set index) mod 5 in this rotation: its
+# serial blocks run in SERIAL_PER_LAUNCH groups, one per schedule (a launch of fewer blocks runs
+# the first ones only), so two consecutive sets run all five
+SERIAL_PER_LAUNCH = 3
+SERIAL_ROTATION = ("warps-up", "quarters-up", "interleave", "quarters-down", "warps-down")
+BLOCK_ORDER_ROTATION = ("up", "down", "random")
+ORDER_MIN_CHUNKS = 4        # blocks run in at least this many groups when their order may matter
+
+
+def launch_plan(set_index: int, fill: str, across_warps: bool, cross_block: bool, grid, block) -> dict:
+    """The emulator's schedule for one launch, as keyword arguments of
+    :meth:`superopt.judge.emulator.LoadedModule.launch`.
+
+    * Warps: every second launch of an input set (the judge's repeat, ``fill == "zero"``) of a
+      kernel whose warps share memory or barriers runs serially: every block when the launch
+      has at most :data:`SERIAL_MAX_WARPS` warps, else, in the first :data:`SERIAL_LARGE_SETS`
+      sets, a sample (the first and last block and random ones, about
+      :data:`SERIAL_SAMPLE_WARPS` warps; the rest min-PC), in groups of
+      blocks taking the schedules of :data:`SERIAL_ROTATION` in turn from position
+      ``set_index``, :data:`SERIAL_PER_LAUNCH` of them per launch of that many blocks or more
+      (two consecutive sets run all five): one warp at a time up or down, quarter warps up or
+      down (lanes of a warp out of step), warps interleaved at every store. A candidate that dropped a ``bar.sync`` or ``__syncwarp``, or leaves a shared
+      value briefly wrong, then differs, where the in-step min-PC schedule hides it.
+    * Blocks: a kernel that may read global data other threads write (``cross_block``: the
+      static race check, :mod:`superopt.judge.race_check`) runs its blocks down and in a
+      random order, in at least :data:`ORDER_MIN_CHUNKS` groups, in two of every three launches
+      (by set and launch; the first launch of set 0 keeps the natural order), so a block
+      reading what another block wrote sees it unwritten in some launch.
+
+    nvcc's own code gets the same schedules, so a kernel whose results depend on the schedule
+    shows as non-deterministic, as it would on a GPU."""
+    i = int(set_index or 0)
+    kw: dict = {"schedule": "min-pc"}
+    warps = math.prod(grid) * -(-math.prod(block) // 32)
+    if fill == "zero" and across_warps and (warps <= SERIAL_MAX_WARPS or i < SERIAL_LARGE_SETS):
+        k = i % len(SERIAL_ROTATION)
+        kw["schedule"] = SERIAL_ROTATION[k:] + SERIAL_ROTATION[:k]
+        kw["serial_chunks"] = SERIAL_PER_LAUNCH
+        if warps > SERIAL_MAX_WARPS:
+            kw["serial_warps"] = SERIAL_SAMPLE_WARPS
+    if cross_block:
+        order = BLOCK_ORDER_ROTATION[(i + (1 if fill == "zero" else 0)) % len(BLOCK_ORDER_ROTATION)]
+        if order != "up":
+            # "up" in one group is the natural schedule (the first launch of set 0 has it)
+            kw["block_order"] = order
+            kw["min_chunks"] = ORDER_MIN_CHUNKS
+    return kw
 
 
 def _schedule(set_index: int, fill: str, across_warps: bool, grid, block) -> str:
-    """The emulator's schedule for one launch. Every second launch of an input set (the
-    judge's repeat, ``fill == "zero"``) of a kernel whose warps share memory or barriers runs
-    one warp at a time, from the first warp up or the last down (alternating by set), as
-    long as the launch is small: a candidate that dropped a ``bar.sync`` then reads shared
-    memory its block has not written yet and fails, where the in-step min-PC schedule would
-    hide it. nvcc's own code gets the same schedules, so a kernel whose results depend on the
-    schedule shows as non-deterministic, as it would on a GPU."""
-    warps = math.prod(grid) * -(-math.prod(block) // 32)
-    if fill != "zero" or not across_warps or warps > SERIAL_MAX_WARPS:
-        return "min-pc"
-    return "warps-up" if int(set_index or 0) % 2 == 0 else "warps-down"
+    """The first serial schedule of a launch (:func:`launch_plan`), or ``"min-pc"``."""
+    s = launch_plan(set_index, fill, across_warps, False, grid, block)["schedule"]
+    return s if isinstance(s, str) else s[0]
+
+
+def _cross_block(ptx: str, kernel: str) -> bool:
+    """Whether some global load of ``kernel`` may read what another thread of the launch
+    writes (superopt.judge.race_check, cached per PTX text); no analysis says yes."""
+    from superopt.judge import race_check
+    r = race_check.analyze_ptx(ptx, kernel)
+    return True if r is None else r.cross_block
 
 
 class EmulatorBackend(Backend):
@@ -110,7 +165,10 @@ class EmulatorBackend(Backend):
         return {"backend": self.name, "name": "CPU emulator (numpy SIMT)", "numpy": np.__version__,
                 "fma_contraction": self.fma_contraction,
                 "schedule": ("threads at the smallest PC together; every input set's second launch of a "
-                             f"kernel with shared memory or barriers one warp at a time (up to {SERIAL_MAX_WARPS} warps)"),
+                             "kernel with shared memory or barriers serially (warps up or down, quarter warps up "
+                             f"or down, warps interleaved at every store; every block up to {SERIAL_MAX_WARPS} "
+                             f"warps, else a sample of about {SERIAL_SAMPLE_WARPS} warps); blocks up, down and in "
+                             "random order where a block may read what another writes"),
                 "elapsed": "emulation wall time, not GPU time"}
 
     @measured("emulator")
@@ -137,6 +195,7 @@ class EmulatorBackend(Backend):
         try:
             prog = dev.program(spec.kernel)
             across_warps = prog.uses_shared or any(i.kind == BAR for i in prog.insts)
+            cross_block = _cross_block(ptx, spec.kernel)
         except KeyError as e:
             return [RunResult("launch_error", error=f"no kernel {spec.kernel!r}: {e}") for _ in range(n)]
         except Unsupported as e:
@@ -200,7 +259,7 @@ class EmulatorBackend(Backend):
                 seed = int.from_bytes(os.urandom(8), "little")
                 t0 = time.perf_counter()
                 kw = {"chunk_lanes": self.chunk_lanes} if self.chunk_lanes else {}
-                kw["schedule"] = _schedule(s.index, fill, across_warps, grid, block)
+                kw.update(launch_plan(s.index, fill, across_warps, cross_block, grid, block))
                 stats = dev.launch(spec.kernel, grid, block, params, shared_bytes=int(rs.shared_bytes),
                                    timeout=limit, seed=seed, watch=watch, register_fill=fill, **kw)
                 r.guard_reads = stats.get("guard_reads", {})

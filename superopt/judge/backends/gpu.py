@@ -288,7 +288,10 @@ class GpuBackend(Backend):
             return dict(self._info)
 
     def describe(self) -> dict:
-        d = {"backend": "gpu"}
+        d = {"backend": "gpu",
+             # what the emulator varies and a GPU does not let the judge choose (issue 25): the
+             # static race check and the launch bounds check hold here as on the emulator
+             "schedule": "the hardware's: warp interleaving, block order, %smid and %warpid cannot be chosen"}
         if self._info:
             d.update({k: self._info.get(k) for k in ("name", "uuid", "ordinal", "cc", "sm_count", "l2_bytes",
                                                       "driver_version", "cuda_bindings")})

@@ -25,6 +25,12 @@ from superopt.judge.emulator.program import (
 )
 
 INF = 1 << 60
+# serial schedules: name -> (lanes per unit, which unit runs next). A unit of 32 is a warp, of 8
+# the same quarter of every warp. "up"/"down": the first/last unit with a runnable thread runs
+# until it waits, exits or loops a while; "rr": units take turns, and the running one yields
+# after every store to shared or global memory
+SERIAL = {"warps-up": (32, "up"), "warps-down": (32, "down"), "quarters-up": (8, "up"),
+          "quarters-down": (8, "down"), "interleave": (32, "rr")}
 _SHIFT = {1: 0, 2: 1, 4: 2, 8: 3}
 _UT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _TAINT_BYTES = {w: _UT[w](int.from_bytes(b"\x01" * w, "little")) for w in (1, 2, 4, 8)}   # every byte 1
@@ -42,10 +48,22 @@ class Chunk:
     DEBUG_ALIASING = False
 
     def __init__(self, prog: Program, launch, first_block: int, nblocks: int, stats,
-                 schedule: str = "min-pc"):
+                 schedule: str = "min-pc", blocks=None):
         self.prog = prog
-        # "warps-up"/"warps-down": one warp at a time (see SCHEDULES in runner.py)
-        self.serial = None if schedule == "min-pc" else schedule
+        # serial schedules (see SCHEDULES in runner.py): one unit of lanes (a warp, or a quarter
+        # of one) at a time, the first or last that can run, or round-robin switching units
+        # at every shared or global store ("interleave")
+        if schedule == "min-pc":
+            self.serial = None
+        else:
+            if schedule not in SERIAL:
+                raise ValueError(f"unknown schedule {schedule!r}")
+            self.serial = schedule
+        self.unit, self.direction = SERIAL.get(schedule, (32, None))
+        self.rr_last = -1          # "interleave": the unit whose turn it is
+        self._unit_lanes = None    # lanes of each serial unit
+        self._has_bar_red = any(ci.kind == BAR and ci.extra and ci.extra[2] is not None for ci in prog.insts)
+        self.rr_yield = False      # ... and it has just stored: the next one's turn
         self.launch = launch
         self.heap = launch.heap
         self.stats = stats
@@ -62,6 +80,15 @@ class Chunk:
         self.t_of_lane = t
         self.valid = t < T
         self.first_block = first_block
+        # the launch's block index of each block of the chunk (consecutive unless the launch
+        # runs its blocks in another order or a sample of them serially)
+        self.block_ids = (np.arange(first_block, first_block + nblocks, dtype=np.int64) if blocks is None
+                          else np.asarray(blocks, np.int64))
+        # a serial unit is the same warp of every block of the chunk, or the same quarter (8
+        # lanes) of every warp: blocks (and, for quarters, warps) run in step with each other,
+        # the units one at a time, so the issues a serial schedule costs do not grow with the
+        # blocks it runs, and quarters cost no more than warps
+        self.unit_of_lane = self.t_of_lane // 32 if self.unit == 32 else (self.t_of_lane % 32) // self.unit
         # registers start as poison (random bits, different every launch and per register
         # and lane): a kernel whose results depend on a register nothing wrote gives
         # different results from run to run instead of the same zeros every time
@@ -135,17 +162,20 @@ class Chunk:
         self._local_views = value
 
     # ------------------------------------------------------------------ special registers
+    # special registers whose value depends on the chunk's blocks (not shared between chunks)
+    _PER_BLOCK = ("%ctaid", "%clock", "%globaltimer", "%smid", "%warpid")
+
     def sreg(self, name):
         v = self._sregs.get(name)
         if v is not None:
             return v
-        if not name.startswith(("%ctaid", "%clock", "%globaltimer")):
+        if not name.startswith(self._PER_BLOCK):
             shared = self.launch.sreg_cache.get((self.N, name))
             if shared is not None:
                 self._sregs[name] = shared
                 return shared
         v = self._sreg(name)
-        if not name.startswith(("%ctaid", "%clock", "%globaltimer")):
+        if not name.startswith(self._PER_BLOCK):
             self.launch.sreg_cache[(self.N, name)] = v
         return v
 
@@ -154,7 +184,7 @@ class Chunk:
         bx, by, bz = L.block
         gx, gy, gz = L.grid
         t = self.t_of_lane
-        gb = self.block_of_lane + self.first_block
+        gb = self.block_ids[self.block_of_lane]
         base, _, comp = name.partition(".")
         ci = "xyz".index(comp) if comp in ("x", "y", "z") else None
         if base == "%tid" and ci is not None:
@@ -168,7 +198,9 @@ class Chunk:
         elif name == "%laneid":
             v = (t % 32).astype(np.uint32)
         elif name == "%warpid":
-            v = (t // 32).astype(np.uint32)
+            # where the warp runs (PTX: volatile, unique within the CTA): a permutation of the
+            # block's warp slots, drawn per launch
+            v = L.machine.warpid(gb, t // 32, self.Tp // 32)
         elif name == "%nwarpid":
             v = np.uint32(self.Tp // 32)
         elif name.startswith("%lanemask_"):
@@ -190,16 +222,19 @@ class Chunk:
             v = v.astype(np.uint32)
         elif name in ("%clock", "%clock_hi", "%clock64", "%globaltimer", "%globaltimer_lo",
                       "%globaltimer_hi"):
-            c = self.steps * 4 + 1000
+            # counters: a start drawn per launch (and per SM for the clocks), then steps
+            c = L.machine.counter(name, gb) + np.uint64(self.steps * 4)
             if name in ("%clock64", "%globaltimer"):
-                return np.uint64(c)
+                return c
             if name.endswith("_hi"):
-                return np.uint32(c >> 32)
-            return np.uint32(c & 0xFFFFFFFF)
-        elif name in ("%smid", "%gridid"):
-            v = np.uint32(0)
+                return (c >> np.uint64(32)).astype(np.uint32)
+            return (c & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+        elif name == "%smid":
+            v = L.machine.smid(gb)
+        elif name == "%gridid":
+            v = np.uint64(L.machine.gridid)
         elif name == "%nsmid":
-            v = np.uint32(132)
+            v = np.uint32(L.machine.nsmid)
         elif name == "%dynamic_smem_size":
             v = np.uint32(L.shared_bytes)
         elif name in ("%total_smem_size", "%aggr_smem_size"):
@@ -459,10 +494,38 @@ class Chunk:
             e["count"] += 1
             e["lanes"] += int(np.count_nonzero(t))
 
+    def _t_guard(self, inst, tt, gs, lanes, pv):
+        """A guard predicate derived from never-written data decides whether ``inst`` runs in
+        these lanes. What it writes then depends on that data wherever the guard is tainted,
+        run or not (its destinations get the taint there); a store, atomic or warp-synchronous
+        instruction under such a guard is a sink itself (control instructions are the
+        ``ctl`` sinks already)."""
+        gt = self.RT[gs] if lanes is None else self.RT[gs][lanes]
+        if not gt.any():
+            return
+        k = tt[0]
+        if k in ("alu", "warp", "atom", "ld"):
+            dsts = [d for e in tt[2] for d in e] if k == "ld" else list(tt[2])
+            where = np.flatnonzero(gt) if lanes is None else lanes[gt]
+            for d in dsts:
+                a = self.RT[d]
+                if a is None:
+                    a = np.zeros(self.N, bool)
+                elif a is self._all_taint:
+                    continue
+                a[where] = True
+                self.RT[d] = a
+        if k in ("st", "atom"):
+            # lanes that run report through the store itself; these are the ones it skipped
+            self._t_event("store", gt & ~pv, inst)
+        elif k == "warp" or inst.kind == BAR:
+            self._t_event("predicate", gt, inst)
+
     def _t_mem(self, inst, tt, lanes):
         """Run a memory instruction moving the taint bit (Program._taint_info's ld/st/atom)."""
         k = tt[0]
         if k == "ld":
+            self._t_event("address", self._t_read(tt[4], lanes), inst)
             tin = self._t_read(tt[1], lanes)
             self._ld_taint = None
             try:
@@ -486,7 +549,7 @@ class Chunk:
                     anyt = v if anyt is None else (anyt | v)
             # a tainted address is a sink anywhere; a tainted value where memory does not keep
             # the taint (global memory; generic addresses), since no later load would see it
-            self._t_event("store", addr if tt[3] else anyt, inst)
+            self._t_event(tt[4], addr if tt[3] else anyt, inst)
             st = None
             if self.shared_taint is not None and anyt is not None and anyt.any():
                 n = self.N if lanes is None else len(lanes)
@@ -704,7 +767,15 @@ class Chunk:
             if self.RT[kind[1]] is not None:
                 self._t_write((kind[1],), E, None)     # call arguments and results: not followed
 
+    def _arg_taint(self, site, E):
+        """Register arguments (``.reg`` formals) derived from never-written data are a sink:
+        the callee computes with them (``.param`` arguments are, at the ``st.param``)."""
+        for k in site.args:
+            if k[0] == "reg" and self.RT[k[1]] is not None:
+                self._t_event("call", self.RT[k[1]][E], self.prog.insts[site.return_pc - 1])
+
     def _enter(self, site, fi, E):
+        self._arg_taint(site, E)
         vals = [self._read_slot(k, E) for k in site.args]
         d = self.depth[E]
         self._ensure_depth(int(d.max()) + 1)
@@ -753,6 +824,7 @@ class Chunk:
 
     def _extern_call(self, site, E):
         name = site.extern
+        self._arg_taint(site, E)
         args = [self._read_slot(k, E) for k in site.args]
         if name == "__assertfail":
             raise KernelFault("device-side assert triggered")
@@ -760,12 +832,76 @@ class Chunk:
             fmt = args[0].view(np.uint64)[:, 0] if args else None
             buf = args[1].view(np.uint64)[:, 0] if len(args) > 1 else None
             for i in range(len(E)):
-                self.printf.append((int(self.first_block * self.Tp + E[i]), int(fmt[i]),
+                lane = int(E[i])
+                gtid = int(self.block_ids[self.block_of_lane[lane]]) * self.Tp + int(self.t_of_lane[lane])
+                self.printf.append((gtid, int(fmt[i]),
                                     int(buf[i]) if buf is not None else 0))
             return site.return_pc
         raise Unsupported(f"call to {name}")
 
     # ------------------------------------------------------------------ the scheduler
+    def _serial_group(self):
+        """The next group under a serial schedule, from its unit's lanes alone (no pass over
+        every lane of the chunk): (lanes, pc, smallest pc of the unit's other runnable lanes),
+        or None when no unit has a runnable lane (the general regroup then resolves waits)."""
+        if self._unit_lanes is None:
+            nu = int(self.unit_of_lane.max()) + 1
+            self._unit_lanes = [np.flatnonzero(self.unit_of_lane == u) for u in range(nu)]
+        nu = len(self._unit_lanes)
+        if self.direction == "up":
+            order = range(nu)
+        elif self.direction == "down":
+            order = range(nu - 1, -1, -1)
+        else:
+            first = (self.rr_last + 1) % nu if (self.rr_yield or self.rr_last < 0) else self.rr_last
+            order = [(first + k) % nu for k in range(nu)]
+        live, wait, pc = self.live, self.wait, self.pc
+        for u in order:
+            L = self._unit_lanes[u]
+            ok = live[L] & (wait[L] == 0)
+            if ok.any():
+                break
+        else:
+            return None
+        if self.direction == "rr":
+            self.rr_last, self.rr_yield = u, False
+        lanes = L[ok]
+        lp = pc[lanes]
+        p = int(lp.min())
+        if self.unit < 32 and self.prog.insts[p].kind == WARP:
+            return None            # quarters at a warp-synchronous instruction: the general way
+        at = lp == p
+        rest = lp[~at]
+        return lanes[at], p, (int(rest.min()) if rest.size else INF)
+
+    def _serial_unit(self, cand):
+        """The runnable lanes of the unit that runs next under a serial schedule: the first (or
+        last) unit with a runnable thread, or for "interleave" the unit whose turn it is; the
+        others only when it cannot go on. A unit is the same warp of every block of the chunk,
+        or the same quarter of every warp. Quarters at a warp-synchronous instruction take the
+        other lanes there along (they execute it together once all of a warp have arrived)."""
+        units = self.unit_of_lane[cand]
+        if self.direction == "up":
+            u = int(units.min())
+        elif self.direction == "down":
+            u = int(units.max())
+        else:
+            # the unit whose turn it is keeps it until it stores (or waits or exits); then the
+            # next unit in cyclic order, which sees the store before the storing unit goes on
+            if self.rr_yield or not (units == self.rr_last).any():
+                later = units[units > self.rr_last]
+                u = int(later.min()) if later.size else int(units.min())
+            else:
+                u = self.rr_last
+            self.rr_last = u
+            self.rr_yield = False
+        sel = cand & (self.unit_of_lane == u)
+        if self.unit < 32:
+            p = int(self.pc[sel].min())
+            if self.prog.insts[p].kind == WARP:
+                sel |= cand & (self.pc == p)
+        return sel
+
     def run(self):
         prog = self.prog
         insts = prog.insts
@@ -796,6 +932,17 @@ class Chunk:
             if gi is None or (g_pc >= m_other and turn <= 0):
                 if gi is not None and len(gi):
                     pc[gi] = g_pc
+                pick = self._serial_group() if (self.serial is not None and back_events < 64
+                                                and turn <= 0) else None
+                if pick is not None:
+                    # a serial schedule's next group, found among its unit's lanes only
+                    gi, g_pc, m_other = pick
+                    full = len(gi) == nlive
+                    dense = full and nlive == N
+                    nwait_warp = int(np.count_nonzero(wait == 2))
+                else:
+                    gi = None              # (its pcs are stored) regroup over every lane
+            if gi is None:
                 self.nlive_now = nlive = int(np.count_nonzero(live))
                 if nlive == 0:
                     break
@@ -805,11 +952,7 @@ class Chunk:
                         break
                     nwait_warp = self._resolve_waits()
                 if self.serial is not None and back_events < 64 and turn <= 0:
-                    # one warp runs until it waits, exits or loops a while: the first (or last)
-                    # warp with a runnable thread; the others only when it cannot go on
-                    warps = self.warp_of_lane[cand]
-                    w = warps.min() if self.serial == "warps-up" else warps.max()
-                    cand = cand & (self.warp_of_lane == w)
+                    cand = self._serial_unit(cand)
                 pcs = np.where(cand, pc, INF)
                 if back_events >= 64 and turn <= 0:
                     # fairness: let the most advanced threads run for a while
@@ -852,6 +995,8 @@ class Chunk:
                 if neg:
                     pv = ~pv
                 cnt = int(np.count_nonzero(pv))
+                if tt is not None and self.RT[gs] is not None:
+                    self._t_guard(inst, tt, gs, None if dense else gi, pv)
                 if kind == BRA:
                     if cnt == len(gi):
                         if inst.target <= g_pc and not full:
@@ -889,6 +1034,10 @@ class Chunk:
                 else:
                     self._t_mem(inst, tt, ex if sub or not dense else None)
                 g_pc += 1
+                if inst.writes_mem and self.direction == "rr":
+                    pc[gi] = g_pc          # interleave: another unit's turn after every store
+                    gi = None
+                    self.rr_yield = True
             elif kind == BRA:
                 if inst.target <= g_pc and not full:
                     back_events += 1
@@ -1086,11 +1235,12 @@ class Chunk:
             if ok_blocks.any():
                 rel = np.flatnonzero(w1 & ok_blocks[blk])
                 # every waiting thread of a block must wait on the same barrier id
-                for b in np.unique(blk[rel]):
-                    ids = self.bar_id[rel[blk[rel] == b]]
-                    if (ids != ids[0]).any():
-                        raise Unsupported("threads of a block wait at different named barriers")
-                for p in np.unique(self.pc[rel]):
+                ids, rb = self.bar_id[rel], blk[rel]
+                ref = np.zeros(B, np.int64)
+                ref[rb] = ids
+                if (ref[rb] != ids).any():
+                    raise Unsupported("threads of a block wait at different named barriers")
+                for p in (np.unique(self.pc[rel]) if self._has_bar_red else ()):
                     lanes = rel[self.pc[rel] == p]
                     inst = self.prog.insts[int(p)]
                     opn = inst.extra[2]
@@ -1186,3 +1336,54 @@ class Poison:
         if dt == np.bool_:
             return (raw & 1).astype(bool)
         return raw.view(dt)
+
+
+class Machine:
+    """Where and when a launch runs, as the special registers show it: the SM of each block
+    (``%smid``), the warp slot of each warp (``%warpid``: a permutation of the block's slots,
+    unique within the CTA as PTX says), ``%nsmid``, ``%gridid`` and where the clocks start.
+    Drawn per launch from its seed, so code that depends on them (a fast path taken only on
+    SM 0, ``%warpid`` used as ``tid / 32``) gives other results on other launches, as on a GPU;
+    ``rng=None`` gives fixed values (SM 0, warp slot = warp index, 132 SMs, clocks from 1000)."""
+
+    NSMIDS = (66, 78, 108, 114, 132, 144)
+
+    def __init__(self, rng, nblocks: int):
+        self.rng = rng
+        self.nblocks = int(nblocks)
+        self.nsmid = 132 if rng is None else int(rng.choice(self.NSMIDS))
+        self.gridid = 0 if rng is None else int(rng.integers(1, 1 << 62))
+        self._smid = None
+        self._slots: dict = {}
+        self._counters: dict = {}
+
+    def smid(self, gb):
+        if self._smid is None:
+            self._smid = (np.zeros(self.nblocks, np.uint32) if self.rng is None
+                          else self.rng.integers(0, self.nsmid, self.nblocks).astype(np.uint32))
+        return self._smid[gb]
+
+    def warpid(self, gb, w, nwarps: int):
+        perm = self._slots.get(nwarps)
+        if perm is None:
+            if self.rng is None:
+                perm = np.broadcast_to(np.arange(nwarps, dtype=np.uint32), (self.nblocks, nwarps))
+            else:
+                perm = np.argsort(self.rng.random((self.nblocks, nwarps)), axis=1).astype(np.uint32)
+            self._slots[nwarps] = perm
+        return perm[gb, w]
+
+    def counter(self, name: str, gb):
+        """Start of ``%clock*`` (per block: each SM has its own counter) or ``%globaltimer*``
+        (one for the launch, in nanoseconds) as uint64 per lane."""
+        kind = "clock" if name.startswith("%clock") else "timer"
+        base = self._counters.get(kind)
+        if base is None:
+            if self.rng is None:
+                base = np.full(self.nblocks, 1000, np.uint64)
+            elif kind == "clock":
+                base = self.rng.integers(1 << 20, 1 << 40, self.nblocks).astype(np.uint64)
+            else:
+                base = np.full(self.nblocks, int(self.rng.integers(1 << 60, 1 << 61)), np.uint64)
+            self._counters[kind] = base
+        return base[gb]

@@ -44,7 +44,7 @@ def inst_text(inst: Instruction) -> str:
 
 
 class CInst:
-    __slots__ = ("kind", "run", "target", "guard", "text", "pc", "fn", "extra", "may_fuse", "taint")
+    __slots__ = ("kind", "run", "target", "guard", "text", "pc", "fn", "extra", "may_fuse", "taint", "writes_mem")
 
     def __init__(self, kind, run=None, text="", target=None, guard=None, extra=None):
         self.kind = kind
@@ -58,6 +58,9 @@ class CInst:
         self.may_fuse = False
         # how the instruction moves the taint bit (see Program._taint_plan); None: not at all
         self.taint = None
+        # a store, atomic or async copy to shared or global memory (the "interleave" schedule
+        # switches warps after each)
+        self.writes_mem = False
 
     def __repr__(self):
         return f"<{KIND_NAMES[self.kind]} {self.pc}: {self.text}>"
@@ -455,6 +458,8 @@ class FnCtx:
                 self.cur_index = i
                 ci = self.compile(st)
                 ci.taint = self._taint_info(st, ci)
+                ci.writes_mem = (ci.kind == MEM and st.opcode in ("st", "atom", "red", "cp")
+                                 and self._space(st, ci.text) not in (".local", ".param", ".const"))
                 if st.guard is not None and ci.kind not in (NOP,):
                     info_ = self._lookup(st.guard.reg.name, cur)
                     if info_[0] != "reg":
@@ -503,10 +508,12 @@ class FnCtx:
     def _taint_info(self, inst: Instruction, ci: CInst):
         """How ``ci`` moves the taint bit (Program._taint_plan prunes what cannot matter):
         ``("alu", srcs, dsts)`` dsts = OR of srcs, lane by lane; ``("warp", srcs, dsts)`` the
-        same across the lanes taking part; ``("ld", addr, elems, mem)`` each element's slots =
-        address taint | the loaded bytes' taint (``mem``: may read shared/local memory);
-        ``("st", addr, elems, tracked)`` a sink when the address is tainted, or the value and the
-        memory is not tracked (``tracked``: .shared/.local, whose bytes take the value's taint); ``("atom", srcs, dsts, mem)``
+        same across the lanes taking part; ``("ld", srcs, elems, mem, addr)`` each element's slots =
+        guard and address taint | the loaded bytes' taint (``mem``: may read shared/local memory),
+        and a sink (``address``) when the address is tainted;
+        ``("st", addr, elems, tracked, sink)`` a sink when the address is tainted, or the value and the
+        memory is not tracked (``tracked``: .shared/.local, whose bytes take the value's taint;
+        ``sink``: ``call`` for .param, the arguments and results of calls, else ``store``); ``("atom", srcs, dsts, mem)``
         a sink, old value = srcs | memory; ``("ctl", srcs)`` a branch-like sink (guard, brx
         index); ``("clear", dsts)`` results computed by the block (bar.red): never tainted."""
         from ptx_ir import isa
@@ -524,17 +531,18 @@ class FnCtx:
             space = self._space(inst, inst_text(inst))
             if op in ("ld", "ldu") and len(ops) == 2:
                 items = list(ops[0].items) if isinstance(ops[0], Vec) else [ops[0]]
-                return ("ld", tuple(guard + self._tslots(ops[1])),
-                        tuple(tuple(self._tslots(o)) for o in items), space in (None, ".shared", ".local"))
+                addr = tuple(self._tslots(ops[1]))
+                return ("ld", tuple(guard) + addr,
+                        tuple(tuple(self._tslots(o)) for o in items), space in (None, ".shared", ".local"), addr)
             if op == "st" and len(ops) == 2:
                 items = list(ops[1].items) if isinstance(ops[1], Vec) else [ops[1]]
                 return ("st", tuple(guard + self._tslots(ops[0])), tuple(tuple(self._tslots(o)) for o in items),
-                        space in (".shared", ".local"))
+                        space in (".shared", ".local"), "call" if space == ".param" else "store")
             srcs = [x for r in isa.uses(inst) for x in self._tslots(r)]
             if op in ("atom", "red"):
                 dsts = [x for r in isa.defs(inst) for x in self._tslots(r)]
                 return ("atom", tuple(srcs), tuple(dsts), space in (None, ".shared"))
-            return ("st", tuple(srcs), None, False)   # cp.async: global data, addresses may be tainted
+            return ("st", tuple(srcs), None, False, "store")   # cp.async: global data, addresses may be tainted
         srcs = [x for r in isa.uses(inst) for x in self._tslots(r)]
         dsts = [x for r in isa.defs(inst) for x in self._tslots(r)]
         if kind == WARP:

@@ -23,11 +23,12 @@ from ptx_ir.nodes import BinExpr, Brace, CallExpr, Imm, Sym, VarDecl, type_size 
 from ptx_ir.semantics import Unsupported
 from ptx_ir.semantics.types import imm_bits
 from superopt.judge.emulator import memory as M
-from superopt.judge.emulator.executor import Chunk, Poison
+from superopt.judge.emulator.executor import SERIAL, Chunk, Machine, Poison
 from superopt.judge.emulator.program import Program
 
 DEFAULT_CHUNK_LANES = 32768
-SCHEDULES = ("min-pc", "warps-up", "warps-down")
+SCHEDULES = ("min-pc",) + tuple(SERIAL)
+BLOCK_ORDERS = ("up", "down", "random")
 
 
 @dataclass
@@ -46,6 +47,7 @@ class Launch:
     sreg_cache: dict = field(default_factory=dict)
     poison: object = None
     watch: object = None              # memory.GuardWatch: loads outside watched buffers
+    machine: object = None            # executor.Machine: %smid, %warpid, %nsmid, clocks
 
 
 class LoadedModule:
@@ -231,7 +233,8 @@ class LoadedModule:
     def launch(self, kernel: str, grid, block, params, *, shared_bytes: int = 0,
                timeout: float | None = None, max_steps: int = 1 << 40, seed: int | None = 0,
                chunk_lanes: int = DEFAULT_CHUNK_LANES, watch=None, register_fill: str = "random",
-               schedule: str = "min-pc") -> dict:
+               schedule="min-pc", block_order: str = "up", serial_warps: int | None = None,
+               min_chunks: int = 1, serial_chunks: int = 1) -> dict:
         """Run one kernel launch to completion; returns statistics.
 
         Registers, shared and local memory start as random bits drawn from ``seed``
@@ -239,24 +242,53 @@ class LoadedModule:
         zero instead (shared and local memory stay random). ``watch``: buffers as ``(name, zone_start, zone_end,
         data_start, data_end)`` absolute addresses; loads touching a zone outside its data
         are counted in ``stats["guard_reads"]`` (name -> count, farthest bytes before the
-        start / past the end).
+        start / past the end). ``%smid``, ``%warpid``, ``%nsmid``, ``%gridid`` and the clocks
+        are drawn from ``seed`` too (:class:`~superopt.judge.emulator.executor.Machine`).
 
-        ``schedule`` (:data:`SCHEDULES`): ``"min-pc"`` runs the threads at the smallest program
-        counter together, so the warps of a block move nearly in step; ``"warps-up"`` and
-        ``"warps-down"`` run one warp at a time, the first (last) one that can run, until it
-        waits at a barrier, exits or has looped a while. Both are schedules a GPU may pick; the
-        serial ones make a missing ``bar.sync`` (a warp reading shared memory that other warps
-        have not written yet) change the results, which min-PC, in step, hides.
+        ``schedule`` (:data:`SCHEDULES`, or a sequence of them taken in turn by the serially
+        run blocks): ``"min-pc"`` runs the threads at the smallest program counter together,
+        so the warps of a block move nearly in step; ``"warps-up"``/``"warps-down"`` run one
+        warp at a time, the first (last) one that can run, until it waits at a barrier, exits
+        or has looped a while; ``"quarters-up"``/``"quarters-down"`` the same with quarters of
+        warps (lanes 0-7 of every warp, then 8-15, ...), so lanes of one warp drift apart as
+        independent thread scheduling lets them (a warp-synchronous exchange without
+        ``__syncwarp`` shows); ``"interleave"``
+        lets warps take turns, switching after every store to shared or global memory (a
+        value that is briefly wrong between two stores shows to the other warps). All are
+        schedules a GPU may pick; min-PC, in step, hides what the others show.
+        A serial schedule runs the same warp of every block of a chunk together (blocks in
+        step with each other), so its cost does not grow with the blocks of a chunk.
+        ``serial_warps``: run only a sample of blocks with the serial schedule -- the first
+        and the last block, then blocks drawn from ``seed`` -- about this many warps in all
+        (at least one block), the others min-PC; None: every block.
+        ``block_order`` (:data:`BLOCK_ORDERS`): the order the blocks run in, ``"up"``,
+        ``"down"`` or ``"random"`` (drawn from ``seed``); ``min_chunks``: blocks run min-PC
+        in at least this many groups, one after another, so that the order shows between
+        blocks (blocks of one group run in step); ``serial_chunks``: the serially run blocks in
+        at least this many groups (each with the next schedule of the sequence, so one launch
+        can run them all).
 
-        Raises Unsupported, KernelFault, UndefinedBehavior, Deadlock or RunTimeout.
+        A block shape that the kernel's ``.maxntid``/``.reqntid`` refuses is refused here as
+        on a GPU (ValueError). Raises Unsupported, KernelFault, UndefinedBehavior, Deadlock or
+        RunTimeout.
         """
-        if schedule not in SCHEDULES:
-            raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}, not {schedule!r}")
+        rotation = (schedule,) if isinstance(schedule, str) else tuple(schedule)
+        for sch in rotation:
+            if sch not in SCHEDULES:
+                raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}, not {sch!r}")
+        if not rotation:
+            raise ValueError("no schedule given")
+        if block_order not in BLOCK_ORDERS:
+            raise ValueError(f"block_order must be one of {', '.join(BLOCK_ORDERS)}, not {block_order!r}")
         prog = self.program(kernel)
         grid = _dim3(grid)
         block = _dim3(block)
         if math.prod(block) > 1024 or math.prod(block) < 1 or min(grid) < 1:
             raise ValueError(f"invalid launch shape grid={grid} block={block}")
+        from superopt.judge.launch_contract import block_problem
+        refused = block_problem(prog.kernel_fn, block)
+        if refused:
+            raise ValueError(f"launch refused: {prog.kernel_fn.name} {refused}")
         kblob = self.param_blob(prog, params)
         rng = np.random.default_rng(seed) if seed is not None else None
         deadline = time.monotonic() + (timeout if timeout else 1e9)
@@ -264,28 +296,87 @@ class LoadedModule:
         if register_fill not in ("random", "zero"):
             raise ValueError(f"register_fill must be 'random' or 'zero', not {register_fill!r}")
         L.poison = Poison(rng, zero_registers=register_fill == "zero")
+        # a generator of its own: the poison drawn from ``seed`` stays what it always was
+        order_rng = np.random.default_rng([seed, 0x5C4ED]) if seed is not None else np.random.default_rng(0)
+        nblocks = math.prod(grid)
+        L.machine = Machine(np.random.default_rng([seed, 0x511D]) if seed is not None else None, nblocks)
         if watch:
             hb = M.HEAP_BASE
             L.watch = M.GuardWatch([(n, zs - hb, ze - hb, ds - hb, de - hb) for n, zs, ze, ds, de in watch])
         stats: dict = {"issues": 0, "thread_instructions": 0}
-        nblocks = math.prod(grid)
         T = math.prod(block)
         Tp = -(-T // 32) * 32
         per = max(1, chunk_lanes // Tp)
         # keep register files bounded for register-hungry kernels
         regbytes = sum(dt.itemsize for dt in prog.reg_dtypes) + sum(prog.pslot_sizes)
         per = max(1, min(per, (256 << 20) // max(1, regbytes * Tp)))
+        plan = _chunk_plan(nblocks, Tp // 32, per, rotation, block_order, serial_warps, max(1, int(min_chunks)),
+                           order_rng, max(1, int(serial_chunks)))
+        stats["schedule"] = {"block_order": block_order, "serial": sorted({s for _, s in plan if s != "min-pc"}),
+                             "serial_blocks": sum(len(b) for b, s in plan if s != "min-pc"), "chunks": len(plan)}
         t0 = time.perf_counter()
         c0 = time.process_time()
         with np.errstate(all="ignore"):
-            for b0 in range(0, nblocks, per):
-                nb = min(per, nblocks - b0)
-                Chunk(prog, L, b0, nb, stats, schedule).run()
+            for blocks, sch in plan:
+                Chunk(prog, L, int(blocks[0]), len(blocks), stats, sch, blocks=blocks).run()
         stats["seconds"] = time.perf_counter() - t0
         stats["cpu_seconds"] = time.process_time() - c0
         stats["printf"] = L.printf
         stats["guard_reads"] = dict(L.watch.reads) if L.watch is not None else {}
         return stats
+
+
+def _chunk_plan(nblocks: int, warps_per_block: int, per: int, rotation: tuple, order: str,
+                serial_warps: int | None, min_chunks: int, rng, serial_chunks: int = 1) -> list[tuple[np.ndarray, str]]:
+    """The launch's blocks as (block indices, schedule) chunks, in the order they run.
+
+    Blocks run in ``order``, in chunks: the serial ones (all when ``serial_warps`` is None and
+    the schedule is serial, else a sample: the first and last block, then random ones up to
+    about ``serial_warps`` warps) in chunks of their own, each taking the next schedule of
+    ``rotation`` (the blocks of a chunk in step with each other, each one's warps serially),
+    the others min-PC; a chunk holds at most ``per`` blocks, runs when it is full (the last
+    ones at the end), and each kind is split into at least ``min_chunks`` chunks (the serial
+    ones into at least ``serial_chunks``)."""
+    if order == "up":
+        seq = np.arange(nblocks, dtype=np.int64)
+    elif order == "down":
+        seq = np.arange(nblocks - 1, -1, -1, dtype=np.int64)
+    else:
+        seq = rng.permutation(nblocks).astype(np.int64)
+    serial_rot = tuple(s for s in rotation if s != "min-pc")
+    serial = np.zeros(nblocks, bool)
+    if serial_rot:
+        if serial_warps is None:
+            serial[:] = True
+        else:
+            k = max(1, min(nblocks, int(serial_warps) // max(1, warps_per_block)))
+            picks = [0, nblocks - 1][:k]
+            if k > len(picks):
+                rest = np.arange(1, nblocks - 1, dtype=np.int64)
+                picks += rng.choice(rest, size=min(k - len(picks), rest.size), replace=False).tolist()
+            serial[np.asarray(picks, np.int64)] = True
+    n_plain, n_serial = int(nblocks - serial.sum()), int(serial.sum())
+    size = max(1, min(per, -(-n_plain // min_chunks))) if n_plain else per
+    ssize = max(1, min(per, -(-n_serial // max(min_chunks, serial_chunks)))) if n_serial else per
+    plan: list = []
+    runs: dict = {False: [], True: []}
+    turn = [0]
+
+    def flush(is_serial):
+        run = runs[is_serial]
+        if run:
+            sch = serial_rot[turn[0] % len(serial_rot)] if is_serial else "min-pc"
+            turn[0] += is_serial
+            plan.append((np.asarray(run, np.int64), sch))
+            run.clear()
+    for b in seq.tolist():
+        kind = bool(serial[b])
+        runs[kind].append(b)
+        if len(runs[kind]) >= (ssize if kind else size):
+            flush(kind)
+    flush(False)
+    flush(True)
+    return plan
 
 
 def _dim3(v) -> tuple:

@@ -1,0 +1,6 @@
+// y = a * x, elementwise.
+__global__ void scale(int n, float a, const float* x, float* y)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i];
+}
