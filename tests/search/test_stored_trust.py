@@ -9,6 +9,7 @@ import ptx_ir
 from superopt.decide.run import globals_text as _globals_text
 from superopt.optimize import optimize_module
 from superopt.config.resolved import Settings
+import superopt.decide.stored  # noqa: F401 - the stored path registers model-rewrite (the model registers its own pass)
 from superopt.passes import registry
 from superopt.store.cache import decision_key
 
@@ -59,12 +60,12 @@ SCALE = "_Z5scaleifPKfPf"
 def test_tampered_rewrite_guarded_by_never_written_shared_memory_is_rejected(tmp_path, monkeypatch):
     """Issue 25: a model rewrite whose ``@%p`` guard comes from never-written shared memory (its
     outputs equal nvcc's, since the poison never holds 1234567) was re-checked and accepted in a
-    no-GPU build and put into the binary; the re-check (search.stored.recheck_stored, on the
+    no-GPU build and put into the binary; the re-check (decide.stored.recheck_stored, on the
     emulator here) now rejects it by the guard's taint bit, and nvcc's code is kept."""
     monkeypatch.setenv("NVCC_PLUS_LOCKFILE", str(_lock_entry(tmp_path, "scale_guard_store", RACES, "scale.ptx", SCALE)))
     monkeypatch.setenv("NVCC_PLUS_CACHE_DIR", str(tmp_path / "cache"))
     base = (RACES / "scale.ptx").read_text()
-    res = optimize_module(base, config=dict(CFG))
+    res = optimize_module(base, settings=Settings.from_config(dict(CFG)))
     assert res.ptx == base or not res.changed
     (line,) = [m for m in res.messages if "carries code" in m]
     assert "not applied" in line and "rejected" in line and "never-written data" in line, line
