@@ -82,12 +82,16 @@ def test_staged_layout_permute_on_a_3d_grid(gpu):
         assert v.status == "accepted", f"block {launch}: {v.summary()}"
 
 
-def test_at_another_block_the_staged_kernel_times_like_nvcc(gpu):
+def test_at_another_block_the_staged_kernel_times_close_to_nvcc(gpu):
     """Issue 24: stage-stores specialises for one block behind its %ntid test; at any other
-    block nvcc's code runs, so the search's timing there (superopt.search.launch_shapes) must
-    find it neither faster nor slower."""
+    block nvcc's code runs. It is close to nvcc's, not equal: the staged kernel's static shared
+    memory (12.7 KB at 32x8) is reserved at every block and lowers the kept copy's occupancy. On
+    the H200 at 32x4 it measured 0.980x, slower beyond the spread (2026-12-01), which is what the
+    search's timing at the program's other blocks (superopt.search.launch_shapes) exists to see:
+    a staged candidate is not kept where the program may launch another block and it is slower
+    there."""
     from superopt.judge.timing import time_pair
     staged = _staged("transpose_naive_32x8", (32, 8, 1))
     spec = _transpose_spec("transpose_naive_32x8", "f32", 32, (32, 4, 1), 4096, 4096)
     t = time_pair(TEXT, staged, spec, backend=gpu, reps=60)
-    assert t.status == "ok" and not t.slower and 0.95 <= t.speedup <= 1.05, t.summary()
+    assert t.status == "ok" and 0.95 <= t.speedup <= 1.05 and not t.faster, t.summary()
