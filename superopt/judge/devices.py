@@ -116,7 +116,8 @@ def visible_devices(*, refresh: bool = False) -> list[Device]:
     """Every GPU CUDA shows this process, in ordinal order (cached per process).
     Raises :class:`NoDevice` with the reason when there is none."""
     global _ENUMERATED, _ENUM_ERROR
-    fake = os.environ.get("SUPEROPT_FAKE_GPUS")
+    from superopt.config.settings import env_value
+    fake = env_value("SUPEROPT_FAKE_GPUS")
     if fake:
         return _fake_devices(fake)
     with _ENUM_LOCK:
@@ -170,7 +171,8 @@ def driver_present() -> bool:
 
 def allowed_devices() -> list[Device]:
     """The GPUs searches may use here: the visible ones, restricted by NVCC_PLUS_GPUS."""
-    devs = select(visible_devices(), os.environ.get("NVCC_PLUS_GPUS"))
+    from superopt.config.settings import env_value
+    devs = select(visible_devices(), env_value("NVCC_PLUS_GPUS"))
     if not devs:
         raise NoDevice("no GPU: NVCC_PLUS_GPUS names none")
     return devs
