@@ -281,7 +281,6 @@ def assign(*, deadline: float | None = None, devices: list[Device] | None = None
     """Choose the GPU this thread's search runs on, without holding it: each GPU step holds it
     (:func:`gpu_step`), waiting at most until ``deadline``. Yields the :class:`Device`.
     Raises :class:`NoDevice` when there is none."""
-    global _LAST
     held = current()
     if held is not None:
         yield held
@@ -289,8 +288,18 @@ def assign(*, deadline: float | None = None, devices: list[Device] | None = None
     devs = devices if devices is not None else allowed_devices()
     if not devs:
         raise NoDevice("no GPU to take")
-    dev = order(devs, _LAST)[0]
+    with _using(order(devs, _LAST)[0], deadline=deadline) as dev:
+        yield dev
+
+
+@contextmanager
+def _using(dev: Device, *, deadline: float | None = None, leased: bool = False):
+    """This thread's search runs on ``dev`` for the block (what assign and lease share): the
+    process's count of its users, and when the process moves to another GPU, the workers left
+    idle on the old one are closed."""
+    global _LAST
     _local.device, _local.deadline = dev, deadline
+    _local.leased_uuid = dev.uuid if leased else None
     with _HELD_LOCK:
         _HELD[dev.ordinal] = _HELD.get(dev.ordinal, 0) + 1
     switched = _LAST is not None and _LAST != dev
@@ -300,7 +309,7 @@ def assign(*, deadline: float | None = None, devices: list[Device] | None = None
             _close_idle_workers()
         yield dev
     finally:
-        _local.device = _local.deadline = None
+        _local.device = _local.deadline = _local.leased_uuid = None
         with _HELD_LOCK:
             _HELD[dev.ordinal] -= 1
 
@@ -347,7 +356,6 @@ def gpu_step(gpu: str, kind: str):
 def lease(*, deadline: float | None = None, devices: list[Device] | None = None):
     """Hold one free GPU for a block (re-entrant within a thread): yields the :class:`Device`.
     Raises :class:`NoDevice` when there is none and :class:`GpuBusy` past ``deadline``."""
-    global _LAST
     held = current()
     if held is not None:
         yield held
@@ -355,20 +363,11 @@ def lease(*, deadline: float | None = None, devices: list[Device] | None = None)
     devs = devices if devices is not None else allowed_devices()
     with _lease_phase():
         dev, fd = acquire(devs, deadline=deadline, prefer=_LAST)
-    _local.device, _local.leased_uuid = dev, dev.uuid
     held_since = time.perf_counter()
-    with _HELD_LOCK:
-        _HELD[dev.ordinal] = _HELD.get(dev.ordinal, 0) + 1
-    switched = _LAST is not None and _LAST != dev
-    _LAST = dev
     try:
-        if switched:
-            _close_idle_workers()
-        yield dev
+        with _using(dev, leased=True):
+            yield dev
     finally:
-        _local.device = _local.leased_uuid = None
-        with _HELD_LOCK:
-            _HELD[dev.ordinal] -= 1
         release(fd)
         from superopt.judge.phases import current as phases
         if phases() is not None:
