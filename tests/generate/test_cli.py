@@ -70,7 +70,7 @@ def test_budget_that_runs_out_before_the_first_round(tmp_path):
     model = planted([VADD_FN])
     code, out, _ = run_with(model, tmp_path, "--budget", "0.001")
     assert code == 1, out
-    assert "ran out before round 1" in out and model.requests == []
+    assert "before round 1" in out and model.requests == []
 
 
 def test_the_generated_kernel_joins_dataset_export(tmp_path):
