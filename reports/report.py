@@ -157,7 +157,8 @@ def build_report(loaded: list[LoadedRecord], *, sass: bool | None = False) -> Re
         v.file_label = names[v.entry.key.source]
     several_files = len(names) > 1
     bars = [Bar(f"{v.file_label}: {short_name(v.name)}" if several_files else short_name(v.name), f"{v.name} ({v.entry.key.source}, {v.entry.key.target})",
-                v.speedup if v.kept else None, v.chart_label, v.capture_share, f"#{v.anchor}", v.kept)
+                v.speedup if v.kept else None, v.chart_label, v.capture_share, f"#{v.anchor}", v.kept,
+                v.speedup_spread)
             for v in views]
     devices = sorted({v.evidence.device for v in views if v.evidence and v.evidence.device})
     tools = sorted({f"nvcc-plus {r.record['tool'].get('nvcc_plus')}" for r in loaded if r.record.get("tool")})

@@ -144,6 +144,15 @@ class KernelView:
         return next((r for r in self.resources if r.name.startswith(prefix)), None)
 
     @property
+    def speedup_spread(self) -> tuple[float, float] | None:
+        """The kept speedup's interquartile range: nvcc's first quartile over the rewrite's
+        third, and nvcc's third over the rewrite's first, from the timing the speedup is
+        (the confirmation, else the search's); None when the record holds no quartiles."""
+        if not self.kept:
+            return None
+        return quartile_spread(self.winner)
+
+    @property
     def chart_label(self) -> str:
         return f"{self.speedup:.2f}×" if self.kept and self.speedup else self.status_label
 
@@ -197,6 +206,23 @@ def _evidence(kernel: dict, win: dict | None) -> Evidence | None:
         sanitizer=(f"{sanitizer.get('status')}: {sanitizer.get('reason', '')}" if sanitizer else None),
         sanitizer_runs=runs, device=device, spec_origin=kernel.get("spec_origin"), specs=specs,
         notes=list(ev.get("notes") or []))
+
+
+def quartile_spread(win: dict | None) -> tuple[float, float] | None:
+    """(nvcc's q1 / the rewrite's q3, nvcc's q3 / the rewrite's q1) of the winner's confirmation
+    timing (else its search timing), when both sides have quartiles."""
+    for key in ("confirmation", "timing"):
+        t = (win or {}).get(key)
+        if not isinstance(t, dict):
+            continue
+        b, c = t.get("baseline"), t.get("candidate")
+        if not (isinstance(b, dict) and isinstance(c, dict)):
+            continue
+        q = [side.get(name) for side in (b, c) for name in ("q1", "q3")]
+        if all(isinstance(v, (int, float)) and v > 0 for v in q):
+            return q[0] / q[3], q[1] / q[2]
+        return None
+    return None
 
 
 def _stats(d: dict | None) -> dict | None:
