@@ -15,7 +15,8 @@ from reports.lineinfo import SourceLines, source_lines
 from reports.load import winner_of
 from reports.occupancy import Occupancy, occupancy
 from reports.sass import Sass
-from reports.sidebyside import DiffRow, changed_lines, sass_key, side_by_side
+from reports.sass_diff import MixRow, instruction_mix, normalise_pair
+from reports.sidebyside import DiffRow, changed_lines, side_by_side
 
 STATUS_LABEL = {
     "kept-baseline": "nvcc's code kept",
@@ -107,6 +108,8 @@ class CodeView:
     note: str
     removed: int = 0
     added: int = 0
+    mix: list[MixRow] = field(default_factory=list)      # SASS: opcode counts before and after
+    raw: tuple[str, str] | None = None                    # SASS: both listings as the tools printed them
 
 
 @dataclass
@@ -352,8 +355,13 @@ def _code(kernel: dict, win: dict | None, sass: tuple[Sass | None, Sass | None])
             out.append(CodeView("SASS", None, None, "SASS not rendered (--no-sass)"))
         return out
     if base_sass and base_sass.text and win_sass and win_sass.text:
-        rows = side_by_side(base_sass.text, win_sass.text, key=sass_key)
-        out.append(CodeView("SASS", rows, None, base_sass.note, *changed_lines(rows)))
+        left, right = normalise_pair(base_sass.text, win_sass.text)
+        rows = side_by_side("\n".join(left), "\n".join(right))
+        note = (f"{base_sass.note}; addresses stripped, registers and branch targets renamed in order of "
+                "appearance (the rewrite's after their counterparts in nvcc's), so that only what ptxas "
+                "did differently shows")
+        out.append(CodeView("SASS", rows, None, note, *changed_lines(rows),
+                            mix=instruction_mix(base_sass.text, win_sass.text), raw=(base_sass.text, win_sass.text)))
     elif base_sass and base_sass.text and not win_ptx:
         out.append(CodeView("SASS", None, base_sass.text, base_sass.note))
     else:
