@@ -50,7 +50,8 @@ def _fail(console, message: str, code: int = 2):
 @click.option("--rounds", default=3, show_default=True, type=int, help="The first round plus repair rounds.")
 @click.option("--samples", default=2, show_default=True, type=int, help="Answers per round.")
 @click.option("--budget", default=600.0, show_default=True, type=FiniteFloat(min=0, min_open=True),
-              help="Wall seconds for the whole generation.")
+              help="Wall seconds for the whole generation, a hard limit (a model request still running then "
+                   "is stopped); answers given within it are checked within it.")
 @click.option("--max-tokens", default=2048, show_default=True, type=int, help="Tokens per answer.")
 @click.option("--max-statements", default=160, show_default=True, type=int, help="Statements in the body (grammar bound).")
 @click.option("--temperature", default=0.7, show_default=True, type=FiniteFloat(0, 5))

@@ -97,7 +97,8 @@ class PtxgenMagics(Magics):
     @magic_arguments.argument("--model-from", help="A model backend object of the notebook.")
     @magic_arguments.argument("--rounds", type=int, default=3)
     @magic_arguments.argument("--samples", type=int, default=2)
-    @magic_arguments.argument("--budget", type=float, default=600.0, help="Wall seconds.")
+    @magic_arguments.argument("--budget", type=float, default=600.0,
+                              help="Wall seconds for the whole generation, a hard limit.")
     @magic_arguments.argument("--max-tokens", type=int, default=2048)
     @magic_arguments.argument("--max-statements", type=int, default=160)
     @magic_arguments.argument("--temperature", type=float, default=0.7)
