@@ -256,11 +256,11 @@ def test_the_budget_stops_a_model_that_never_answers(tmp_path):
 
 
 def test_answers_given_within_the_budget_are_judged(tmp_path):
-    """Round 1's answer comes just before the model's share of the budget ends: it is checked
+    """Round 1's answer comes 1 s before the model's share of the budget ends: it is checked
     (rejected, with its mismatch), not "not judged"; round 2's request is stopped at its share,
     and the whole run ends within the budget."""
     allowed = {}
-    model = SlowModel([lambda: allowed["s"] - 0.3, None], [VADD_WRONG], [VADD_FN])
+    model = SlowModel([lambda: allowed["s"] - 1.0, None], [VADD_WRONG], [VADD_FN])
     t = _task(tmp_path)
     judge = ReferenceJudge(t.reference, t.stub_ptx, backend="emulator", sets=2)
 
