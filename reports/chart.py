@@ -61,6 +61,7 @@ class Bar:
     share: float | None = None        # fraction of the program's captured GPU time
     anchor: str = ""                  # link target of the kernel's section
     kept: bool = False                # a rewrite is kept (coloured bar)
+    spread: tuple[float, float] | None = None   # the speedup's interquartile range (error bar)
 
 
 def _ticks(lo: float, hi: float) -> list[float]:
@@ -73,6 +74,7 @@ def _ticks(lo: float, hi: float) -> list[float]:
 def speedup_chart(bars: list[Bar]) -> Svg:
     """Horizontal bars from the 1.0× line to each kernel's speedup, on a log scale."""
     values = [b.speedup for b in bars if b.speedup]
+    values += [v for b in bars if b.speedup and b.spread for v in b.spread if v > 0]
     lo = min([1.0, *values]) / 1.08
     hi = max([1.1, *values]) * 1.06
     name_w = max([text_width(fit(b.name, NAME_CHARS)) for b in bars] + [text_width("kernel")]) + 12
@@ -115,6 +117,8 @@ def speedup_chart(bars: list[Bar]) -> Svg:
             svg.add("rect", cls=cls if b.kept else "bar-other", title=f"{b.full_name}: {b.label}",
                     x=left, y=mid - BAR_H / 2, width=max(right - left, 1.0), height=BAR_H)
             lx = right + 5
+            if b.spread and min(b.spread) > 0:
+                lx = max(lx, _error_bar(svg, b, x(b.spread[0]), x(b.spread[1]), mid) + 5)
         else:
             svg.add("rect", cls="kept-marker", title=f"{b.full_name}: {b.label}",
                     x=one - 3, y=mid - BAR_H / 2, width=6, height=BAR_H)
@@ -127,6 +131,18 @@ def speedup_chart(bars: list[Bar]) -> Svg:
                     title=f"{b.full_name}: {b.share:.1%} of the captured run's GPU time")
             svg.add("text", f"{b.share:.1%}", cls="share-label", x=sx + SHARE_W + 6, y=mid + 4)
     return svg
+
+
+def _error_bar(svg: Svg, b: Bar, x_lo: float, x_hi: float, mid: float) -> float:
+    """The speedup's interquartile range across the bar's end, with caps; returns its right end."""
+    lo, hi = b.spread
+    tip = (f"{b.full_name}: speedup {b.speedup:.3f}×, interquartile range {lo:.3f}×–{hi:.3f}× "
+           "(nvcc's quartiles over the rewrite's, from the recorded timings)")
+    cap = BAR_H / 2 - 2
+    svg.add("line", cls="errbar", title=tip, x1=x_lo, x2=x_hi, y1=mid, y2=mid)
+    for xv in (x_lo, x_hi):
+        svg.add("line", cls="errbar", title=tip, x1=xv, x2=xv, y1=mid - cap, y2=mid + cap)
+    return x_hi
 
 
 @dataclass

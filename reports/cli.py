@@ -100,10 +100,17 @@ def _fmt(speedup: float | None) -> str:
     return f"{speedup:.3f}x" if speedup else "-"
 
 
+FORMAT = click.option("--format", "fmt", type=click.Choice(["term", "md", "json"]), default="term",
+                      show_default=True,
+                      help="term: a table for people; md: Markdown for a CI comment; json: a document for a CI "
+                           "step (docs/reports.md). md and json go to stdout whole; the exit code is the same.")
+
+
 @click.command("compare")
 @click.argument("old", type=click.Path(exists=True, path_type=Path))
 @click.argument("new", type=click.Path(exists=True, path_type=Path))
-def compare_command(old, new):
+@FORMAT
+def compare_command(old, new, fmt):
     """Speedups per kernel in two sets of records, side by side.
 
     Kernels are matched by (source, target, kernel); records of the same sources made in
@@ -114,9 +121,13 @@ def compare_command(old, new):
       0  compared
       2  a records file is unreadable or invalid (the message names it)
     """
+    rows = compare(current_kernels(_load([old])), current_kernels(_load([new])))
+    if fmt != "term":
+        from reports.compare_render import compare_json, compare_markdown
+        click.echo((compare_markdown if fmt == "md" else compare_json)(rows, str(old), str(new)), nl=fmt == "json")
+        return
     from rich.console import Console
     from rich.table import Table
-    rows = compare(current_kernels(_load([old])), current_kernels(_load([new])))
     table = Table(title=f"{old} → {new}")
     for col in ("kernel", "file", "target", "old", "new", "change", "status"):
         table.add_column(col, justify="right" if col in ("old", "new", "change") else "left")
@@ -139,7 +150,8 @@ def compare_command(old, new):
 @click.option("--max-regression", default=0.02, show_default=True, type=FiniteFloat(0, 1, max_open=True),
               help="Allowed relative loss of speedup (0.02 = 2%); a kernel whose timings in OLD or NEW "
                    "spread more allows that much.")
-def gate_command(old, new, max_regression):
+@FORMAT
+def gate_command(old, new, max_regression, fmt):
     """Fail when NEW regresses against OLD.
 
     A regression is a kernel whose speedup over nvcc fell by more than its noise floor (the
@@ -150,10 +162,14 @@ def gate_command(old, new, max_regression):
     in NEW is compared all the same, with a warning. Kernels are matched by (source, target,
     kernel) as in `compare`.
 
+    With --format md or json the verdict, the regressions, the warnings and every kernel's
+    row go to stdout as one document (a CI comment, a CI step's input); the exit code is the
+    same.
+
     \b
     Exit codes:
       0  no regression
-      1  regression (each one is printed on stderr)
+      1  regression (each one is printed on stderr; with --format md|json, in the document)
       2  bad input: a records file is unreadable or invalid, or OLD or NEW holds no kernel
     """
     old_k, new_k = current_kernels(_load([old])), current_kernels(_load([new]))
@@ -162,9 +178,18 @@ def gate_command(old, new, max_regression):
             raise BadInput(f"{path}: holds no kernel records (is it the records directory of a build that ran "
                            "nvcc-plus with NVCC_PLUS_REPORT_DIR set?)")
     rows = compare(old_k, new_k)
+    problems = gate(rows, max_regression)
+    if fmt != "term":
+        from reports.compare_render import gate_json, gate_markdown
+        code = EXIT_REGRESSION if problems else EXIT_OK
+        counts = (len(old_k), len(new_k))
+        if fmt == "md":
+            click.echo(gate_markdown(rows, str(old), str(new), max_regression, problems, counts), nl=False)
+        else:
+            click.echo(gate_json(rows, str(old), str(new), max_regression, problems, counts, code))
+        sys.exit(code)
     for w in mismatches(rows):
         click.echo(f"warning: {w}", err=True)
-    problems = gate(rows, max_regression)
     for p in problems:
         click.echo(f"regression: {p}", err=True)
     if problems:

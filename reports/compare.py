@@ -175,26 +175,30 @@ def geomean(values) -> float | None:
     return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else None
 
 
+def row_problems(r: Row, max_regression: float) -> list[str]:
+    """What fails the gate for one kernel (see :func:`gate`); empty when nothing does."""
+    problems = []
+    name = r.label or r.kernel
+    floor = r.noise_floor(max_regression)
+    beyond = r.change is not None and r.change < 1 - floor
+    if beyond:
+        problems.append(f"{name}: speedup fell from {r.before:.3f}x to {r.after:.3f}x "
+                        f"(more than the noise floor, {100 * floor:.1f}%)")
+    if r.status_before in STILL_OPTIMIZED and r.status_after not in STILL_OPTIMIZED:
+        if r.status_after is None or r.change is None or beyond:
+            problems.append(f"{name}: was {r.status_before}, now "
+                            f"{r.status_after or 'missing from the new records'}")
+    elif r.status_before is not None and r.status_after is None:
+        problems.append(f"{name}: missing from the new records (was {r.status_before})")
+    return problems
+
+
 def gate(rows: list[Row], max_regression: float) -> list[str]:
     """Problems that should fail CI: kernels whose speedup fell by more than their noise floor
     (:meth:`Row.noise_floor`: at least ``max_regression``, 0.02 = 2%), kernels that lost their
     optimization by more than it (or to an unknown speed), and kernels missing from the new
     records. A change inside the noise floor is not a regression."""
-    problems = []
-    for r in rows:
-        name = r.label or r.kernel
-        floor = r.noise_floor(max_regression)
-        beyond = r.change is not None and r.change < 1 - floor
-        if beyond:
-            problems.append(f"{name}: speedup fell from {r.before:.3f}x to {r.after:.3f}x "
-                            f"(more than the noise floor, {100 * floor:.1f}%)")
-        if r.status_before in STILL_OPTIMIZED and r.status_after not in STILL_OPTIMIZED:
-            if r.status_after is None or r.change is None or beyond:
-                problems.append(f"{name}: was {r.status_before}, now "
-                                f"{r.status_after or 'missing from the new records'}")
-        elif r.status_before is not None and r.status_after is None:
-            problems.append(f"{name}: missing from the new records (was {r.status_before})")
-    return problems
+    return [p for r in rows for p in row_problems(r, max_regression)]
 
 
 def _describe_sizes(text: str | None) -> str:

@@ -7,7 +7,7 @@ one-line message that says how to install it, never a traceback.
 from __future__ import annotations
 
 from reports.chart import Box, Svg, box_plot
-from reports.report import Report
+from reports.report import Report, headline_items
 from reports.view import TimingView, us
 
 
@@ -36,6 +36,7 @@ def render_html(report: Report) -> str:
     env.filters["us"] = us
     env.globals["boxplot"] = _boxplot
     env.globals["row_class"] = ROW_CLASS
+    env.globals["headline_items"] = headline_items
     try:
         return env.get_template("report.html.j2").render(report=report)
     except jinja2.TemplateError as exc:

@@ -93,3 +93,17 @@ def kept_speedup(kernel: dict) -> float | None:
     if status == "kept-baseline":
         return 1.0
     return None
+
+
+# Statuses under which the build runs a rewrite (the others run nvcc's code).
+REWRITE_STATUSES = ("optimized", "locked", "cached")
+
+
+def build_speedup(kernel: dict) -> float | None:
+    """What the build runs for this kernel, as a speedup over nvcc's code: the kept rewrite's
+    speedup, 1.0 wherever nvcc's code is what runs (kept, not verifiable, an optimizer error,
+    rolled back, queued for later), None for a kept rewrite whose speedup the record lacks
+    (a lock or cache entry without timings)."""
+    if kernel.get("status") in REWRITE_STATUSES:
+        return kept_speedup(kernel)
+    return 1.0

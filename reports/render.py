@@ -8,7 +8,7 @@ from __future__ import annotations
 import difflib
 
 from reports.load import LoadedRecord
-from reports.report import Report, build_report
+from reports.report import Report, build_report, headline_items
 from reports.view import us
 
 
@@ -28,6 +28,7 @@ def terminal(records, console=None) -> None:
     """A table that fits a terminal: file and target columns only when they tell kernels
     apart, the share column only with captures; the winner and evidence are in md/html."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
     report = _report(records)
     console = console or Console()
@@ -41,6 +42,12 @@ def terminal(records, console=None) -> None:
     if any(v.capture_share is not None for v in views):
         cols.append("share")
     cols.append("tried")
+    for item in headline_items(report.headline):
+        if not item.value:
+            console.print(f"[dim]{escape(item.label)} ({escape(item.detail)})[/dim]", highlight=False)
+            continue
+        console.print(f"[bold]{escape(item.value)}[/bold] {escape(item.label)}"
+                      + (f" [dim]({escape(item.detail)})[/dim]" if item.detail else ""), highlight=False)
     table = Table(title=f"nvcc-plus: {len(views)} kernel(s)")
     for col in cols:
         table.add_column(col, justify="left" if col in ("kernel", "file", "target", "status") else "right",
@@ -54,15 +61,16 @@ def terminal(records, console=None) -> None:
                  "tried": str(len(v.candidates))}
         table.add_row(*(cells[c] for c in cols))
     console.print(table)
-    if report.geomean_kept:
-        console.print(f"geomean speedup of kept rewrites: {report.geomean_kept:.3f}x")
     if report.replaced:
         console.print(f"{len(report.replaced)} older record(s) of the same (source, target, kernel) replaced by newer ones")
 
 
 def markdown(records) -> str:
     report = _report(records)
-    lines = ["# nvcc-plus report", "",
+    lines = ["# nvcc-plus report", ""]
+    lines += [(f"- **{item.value}** {item.label}" if item.value else f"- {item.label}")
+              + (f" ({item.detail})" if item.detail else "") for item in headline_items(report.headline)]
+    lines += ["",
              "| kernel | target | status | winner | speedup | nvcc | nvcc-plus | policy | backend | source |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for v in report.views:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import PurePath
 
 from reports.chart import Bar, Svg, speedup_chart
-from reports.keyed import KernelEntry, current_kernels
+from reports.keyed import KernelEntry, build_speedup, current_kernels
 from reports.load import LoadedRecord, winner_of
 from reports.sass import Sass, find_tool, sass_for
 from reports.view import KernelView, kernel_view
@@ -30,10 +30,24 @@ class ProgramEstimate:
     saved: float                      # fraction of the program's GPU time saved
     kept: int = 0                     # kernels with a kept rewrite
     label: str = ""
+    unknown: int = 0                  # kept rewrites whose speedup the record lacks (counted as 1.0)
 
     @property
     def speedup(self) -> float:
         return 1.0 / (1.0 - self.saved) if self.saved < 1 else math.inf
+
+
+@dataclass
+class Headline:
+    """The answer a report leads with, in the order it is read: what each captured program
+    gains (Amdahl's law over its kernels' shares of its GPU time), what all kernels gain
+    (nvcc's code counts as 1.0), then what the kept rewrites gain."""
+    programs: list[ProgramEstimate]
+    geomean_all: float | None         # over every kernel whose speed is known (keyed.build_speedup)
+    kernels: int                      # how many that is
+    geomean_kept: float | None        # over the kept rewrites with a speedup
+    kept: int                         # how many that is
+    unknown: int                      # kept rewrites whose speedup the record lacks: in neither
 
 
 @dataclass
@@ -49,6 +63,7 @@ class Report:
     created: tuple[str, str] | None
     programs: list[ProgramEstimate] = field(default_factory=list)
     sass_note: str = ""
+    headline: Headline | None = None
 
 
 def _geomean(values: list[float]) -> float | None:
@@ -83,8 +98,53 @@ def _programs(views: list[KernelView]) -> list[ProgramEstimate]:
     for source, vs in by_source.items():
         share = sum(v.capture_share for v in vs)
         saved = sum(v.capture_share * (1 - 1 / v.speedup) for v in vs if v.kept and v.speedup)
-        out.append(ProgramEstimate(source, len(vs), share, saved, sum(1 for v in vs if v.kept)))
+        out.append(ProgramEstimate(source, len(vs), share, saved, sum(1 for v in vs if v.kept),
+                                   unknown=sum(1 for v in vs if v.kept and not v.speedup)))
     return out
+
+
+def headline(views: list[KernelView], programs: list[ProgramEstimate]) -> Headline:
+    every = [build_speedup(v.kernel) for v in views]
+    kept = [v.speedup for v in views if v.kept and v.speedup]
+    return Headline(programs, _geomean([s for s in every if s]), sum(1 for s in every if s),
+                    _geomean(kept), len(kept), sum(1 for s in every if not s))
+
+
+HEADLINE_PROGRAMS = 4        # programs named in the headline; the rest are in the programs table
+
+
+@dataclass
+class HeadlineItem:
+    key: str                  # "program", "programs-more", "all", "kept": the page's id for it
+    value: str                # "1.404×"; "" for a note without a number
+    label: str                # what the number is
+    detail: str = ""          # how it was made, what it leaves out
+
+
+def headline_items(h: Headline) -> list[HeadlineItem]:
+    """The headline as sentences every renderer prints the same way."""
+    items = []
+    for i, p in enumerate(h.programs[:HEADLINE_PROGRAMS]):
+        unknown = f"; {p.unknown} kept rewrite(s) without a recorded speedup counted as 1.0×" if p.unknown else ""
+        items.append(HeadlineItem(f"program-{i + 1}", f"{p.speedup:.3f}×", f"estimated GPU-time speedup of {p.label}",
+                                  f"Amdahl's law over its {p.kernels} captured kernel(s), {p.share:.1%} of the "
+                                  f"captured run's GPU time, {p.kept} of them rewritten{unknown}"))
+    if len(h.programs) > HEADLINE_PROGRAMS:
+        rest = h.programs[HEADLINE_PROGRAMS:]
+        lo, hi = min(p.speedup for p in rest), max(p.speedup for p in rest)
+        items.append(HeadlineItem("programs-more", f"{lo:.3f}×–{hi:.3f}×" if hi > lo else f"{lo:.3f}×",
+                                  f"estimated GPU-time speedups of {len(rest)} more program(s)",
+                                  "each one in the captured programs table"))
+    if h.geomean_all is not None:
+        items.append(HeadlineItem("all", f"{h.geomean_all:.3f}×",
+                                  f"geomean over all {h.kernels} kernel(s) (nvcc's code = 1.0×)",
+                                  f"{h.unknown} kept rewrite(s) without a recorded speedup left out" if h.unknown else ""))
+    items.append(HeadlineItem("kept", f"{h.geomean_kept:.3f}×" if h.geomean_kept else "–",
+                              f"geomean over the {h.kept} kernel(s) with a kept rewrite"))
+    if not h.programs:        # a hint, after the numbers: value "" is printed as a note
+        items.append(HeadlineItem("program", "", "no program estimate: no kernel was judged with a capture",
+                                  "superopt capture records a run's launches and each kernel's share of its GPU time"))
+    return items
 
 
 def build_report(loaded: list[LoadedRecord], *, sass: bool | None = False) -> Report:
@@ -97,18 +157,21 @@ def build_report(loaded: list[LoadedRecord], *, sass: bool | None = False) -> Re
         v.file_label = names[v.entry.key.source]
     several_files = len(names) > 1
     bars = [Bar(f"{v.file_label}: {short_name(v.name)}" if several_files else short_name(v.name), f"{v.name} ({v.entry.key.source}, {v.entry.key.target})",
-                v.speedup if v.kept else None, v.chart_label, v.capture_share, f"#{v.anchor}", v.kept)
+                v.speedup if v.kept else None, v.chart_label, v.capture_share, f"#{v.anchor}", v.kept,
+                v.speedup_spread)
             for v in views]
     devices = sorted({v.evidence.device for v in views if v.evidence and v.evidence.device})
     tools = sorted({f"nvcc-plus {r.record['tool'].get('nvcc_plus')}" for r in loaded if r.record.get("tool")})
     stamps = sorted(r.record["created"] for r in loaded if r.record.get("created"))
+    programs = [replace(p, label=names[p.source]) for p in _programs(views)]
+    head = headline(views, programs)
     return Report(
         views=views, replaced=kernels.replaced, origins=[r.origin for r in loaded],
         chart=speedup_chart(bars) if bars else None,
         counts=Counter(v.status for v in views),
-        geomean_kept=_geomean([v.speedup for v in views if v.kept and v.speedup]),
+        geomean_kept=head.geomean_kept,
         devices=devices, tools=tools, created=(stamps[0], stamps[-1]) if stamps else None,
-        programs=[replace(p, label=names[p.source]) for p in _programs(views)], sass_note=sass_note)
+        programs=programs, sass_note=sass_note, headline=head)
 
 
 def display_names(sources: list[str]) -> dict[str, str]:

@@ -7,7 +7,6 @@ colour them; runs of unchanged lines longer than twice the context are folded in
 from __future__ import annotations
 
 import difflib
-import re
 from dataclasses import dataclass
 
 
@@ -19,12 +18,6 @@ class DiffRow:
     right_no: int | None = None
     right: str = ""
     hidden: int = 0               # for fold rows: how many unchanged lines
-
-
-def sass_key(line: str) -> str:
-    """A SASS line without its address and branch targets: code that only moved still matches."""
-    line = re.sub(r"^/\*[0-9a-f]+\*/\s*", "", line)
-    return re.sub(r"\b0x[0-9a-f]+\b", "ADDR", line) if re.search(r"\b(BRA|BRX|CALL|JMP|BSSY|SSY|PBK|BREAK)\b", line) else line
 
 
 def side_by_side(left: str, right: str, context: int = 3, key=None) -> list[DiffRow]:

@@ -15,7 +15,8 @@ from reports.lineinfo import SourceLines, source_lines
 from reports.load import winner_of
 from reports.occupancy import Occupancy, occupancy
 from reports.sass import Sass
-from reports.sidebyside import DiffRow, changed_lines, sass_key, side_by_side
+from reports.sass_diff import MixRow, instruction_mix, normalise_pair
+from reports.sidebyside import DiffRow, changed_lines, side_by_side
 
 STATUS_LABEL = {
     "kept-baseline": "nvcc's code kept",
@@ -107,6 +108,8 @@ class CodeView:
     note: str
     removed: int = 0
     added: int = 0
+    mix: list[MixRow] = field(default_factory=list)      # SASS: opcode counts before and after
+    raw: tuple[str, str] | None = None                    # SASS: both listings as the tools printed them
 
 
 @dataclass
@@ -142,6 +145,15 @@ class KernelView:
 
     def resource(self, prefix: str) -> ResourceRow | None:
         return next((r for r in self.resources if r.name.startswith(prefix)), None)
+
+    @property
+    def speedup_spread(self) -> tuple[float, float] | None:
+        """The kept speedup's interquartile range: nvcc's first quartile over the rewrite's
+        third, and nvcc's third over the rewrite's first, from the timing the speedup is
+        (the confirmation, else the search's); None when the record holds no quartiles."""
+        if not self.kept:
+            return None
+        return quartile_spread(self.winner)
 
     @property
     def chart_label(self) -> str:
@@ -197,6 +209,23 @@ def _evidence(kernel: dict, win: dict | None) -> Evidence | None:
         sanitizer=(f"{sanitizer.get('status')}: {sanitizer.get('reason', '')}" if sanitizer else None),
         sanitizer_runs=runs, device=device, spec_origin=kernel.get("spec_origin"), specs=specs,
         notes=list(ev.get("notes") or []))
+
+
+def quartile_spread(win: dict | None) -> tuple[float, float] | None:
+    """(nvcc's q1 / the rewrite's q3, nvcc's q3 / the rewrite's q1) of the winner's confirmation
+    timing (else its search timing), when both sides have quartiles."""
+    for key in ("confirmation", "timing"):
+        t = (win or {}).get(key)
+        if not isinstance(t, dict):
+            continue
+        b, c = t.get("baseline"), t.get("candidate")
+        if not (isinstance(b, dict) and isinstance(c, dict)):
+            continue
+        q = [side.get(name) for side in (b, c) for name in ("q1", "q3")]
+        if all(isinstance(v, (int, float)) and v > 0 for v in q):
+            return q[0] / q[3], q[1] / q[2]
+        return None
+    return None
 
 
 def _stats(d: dict | None) -> dict | None:
@@ -326,8 +355,13 @@ def _code(kernel: dict, win: dict | None, sass: tuple[Sass | None, Sass | None])
             out.append(CodeView("SASS", None, None, "SASS not rendered (--no-sass)"))
         return out
     if base_sass and base_sass.text and win_sass and win_sass.text:
-        rows = side_by_side(base_sass.text, win_sass.text, key=sass_key)
-        out.append(CodeView("SASS", rows, None, base_sass.note, *changed_lines(rows)))
+        left, right = normalise_pair(base_sass.text, win_sass.text)
+        rows = side_by_side("\n".join(left), "\n".join(right))
+        note = (f"{base_sass.note}; addresses stripped, registers and branch targets renamed in order of "
+                "appearance (the rewrite's after their counterparts in nvcc's), so that only what ptxas "
+                "did differently shows")
+        out.append(CodeView("SASS", rows, None, note, *changed_lines(rows),
+                            mix=instruction_mix(base_sass.text, win_sass.text), raw=(base_sass.text, win_sass.text)))
     elif base_sass and base_sass.text and not win_ptx:
         out.append(CodeView("SASS", None, base_sass.text, base_sass.note))
     else:

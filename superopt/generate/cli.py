@@ -23,28 +23,6 @@ def _console():
     return Console(stderr=True, highlight=False, soft_wrap=True)
 
 
-def progress_printer(console, quiet: bool = False):
-    """An ``on_event`` callback that prints one line per step (stderr)."""
-    def on_event(kind: str, data: dict):
-        if quiet and kind != "done":
-            return
-        if kind == "reference":
-            console.print(f"[dim]reference:[/dim] running {data['label']} on {data['shapes']} launch shape(s)")
-        elif kind == "reference-ok":
-            sets = data.get("sets") or []
-            sizes = ", ".join(str(s.get("scalars")) for s in sets[:4])
-            console.print(f"[dim]reference:[/dim] ran on {len(sets)} input sets ({sizes}{', ...' if len(sets) > 4 else ''})")
-        elif kind == "request":
-            console.print(f"[bold]round {data['round']}/{data['rounds']}:[/bold] asking the model for {data['n']} "
-                          f"answer(s) (at most {data['max_tokens']} tokens each)")
-        elif kind == "answer":
-            color = "green" if data["fate"] == "accepted" else "yellow"
-            console.print(f"  {data['what']}: [{color}]{data['fate']}[/{color}]: {str(data.get('reason', ''))[:300]}")
-        elif kind == "timing":
-            console.print("timing the kernel against the reference on the GPU ...")
-    return on_event
-
-
 def _fail(console, message: str, code: int = 2):
     console.print(f"[red]COULD NOT JUDGE:[/red] {message}" if code == 2 else message)
     sys.exit(code)
@@ -72,7 +50,8 @@ def _fail(console, message: str, code: int = 2):
 @click.option("--rounds", default=3, show_default=True, type=int, help="The first round plus repair rounds.")
 @click.option("--samples", default=2, show_default=True, type=int, help="Answers per round.")
 @click.option("--budget", default=600.0, show_default=True, type=FiniteFloat(min=0, min_open=True),
-              help="Wall seconds for the whole generation.")
+              help="Wall seconds for the whole generation, a hard limit (a model request still running then "
+                   "is stopped); answers given within it are checked within it.")
 @click.option("--max-tokens", default=2048, show_default=True, type=int, help="Tokens per answer.")
 @click.option("--max-statements", default=160, show_default=True, type=int, help="Statements in the body (grammar bound).")
 @click.option("--temperature", default=0.7, show_default=True, type=FiniteFloat(0, 5))
@@ -146,8 +125,6 @@ def _run(console, description, description_file, signature, reference, spec, tar
         task = build_task(description, reference=reference, signature=signature, spec=spec, target=target)
     except TaskError as e:
         _fail(console, str(e))
-    for note in task.notes:
-        console.print(f"[dim]note:[/dim] {note}")
     try:
         judge = ReferenceJudge(task.reference, task.stub_ptx, backend=backend, policy=policy, sets=sets)
     except JudgeUnavailable as e:
@@ -156,7 +133,13 @@ def _run(console, description, description_file, signature, reference, spec, tar
         model = _backend_from_options(test_model, local, url, model_name)
     except ModelError as e:
         _fail(console, str(e))
-    result = generate(task, model, judge, options, on_event=progress_printer(console, quiet))
+    from superopt.generate.progress import GenerationProgress, TerminalProgress
+    progress = GenerationProgress(options.budget_s, notes=task.notes)
+    if quiet:
+        result = generate(task, model, judge, options)
+    else:
+        with TerminalProgress(console, progress) as view:
+            result = generate(task, model, judge, options, on_event=view.on_event)
     output = output or Path(f"{task.kernel}.ptx")
     record_path = record_path or output.with_name(output.name.removesuffix(".ptx") + ".record.json")
     try:

@@ -18,8 +18,13 @@ kernel ends the loop; on a GPU with a CUDA reference it is then timed against th
 
 Limits (each really stops the loop, and the record says which did): ``rounds``;
 ``samples`` per round; ``max_tokens`` per answer (and ``max_statements`` in the grammar);
-``budget_s`` of wall time, checked before every request and before judging every answer
-(a request in flight is not interrupted: the model backends have their own timeouts).
+``budget_s`` of wall time for the whole generation, a hard limit (:mod:`superopt.generate.budget`):
+the reference's runs, every model request, every answer's check and the timing run under a
+timer that interrupts them when the budget is spent. An answer the model gave within the
+budget is judged within it: a request may use the time left minus what checking its answers
+takes (:func:`check_reserve`: measured on the answers checked so far, estimated from the
+reference's runs before the first), so answers never arrive too late to be checked. A request
+still running at its share's end is stopped (its answers are lost, the record says so).
 """
 from __future__ import annotations
 
@@ -32,6 +37,7 @@ from pathlib import Path
 from typing import Callable
 
 import ptx_ir
+from superopt.generate.budget import Budget, BudgetExpired
 from superopt.generate.prompt import Feedback, build_generation_messages
 from superopt.generate.task import GenerationTask, TaskError
 from superopt.model.dataset import GENERATION_SCHEMA
@@ -140,7 +146,7 @@ class _Outcome(dict):
         return self["fate"]
 
 
-def _judge_answer(task: GenerationTask, judge, ans, stub_module, seen: dict, budget_left: Callable[[], float]) -> _Outcome:
+def _judge_answer(task: GenerationTask, judge, ans, stub_module, seen: dict) -> _Outcome:
     from superopt.judge.ptxas import run_ptxas
     from superopt.model.proposer import ptxas_detail
     from superopt.model.rewrite import RewriteError, parse_function, splice
@@ -170,9 +176,6 @@ def _judge_answer(task: GenerationTask, judge, ans, stub_module, seen: dict, bud
     out["resources"] = resources_dict(asm.resources.get(task.kernel))
     verdicts = []
     for i, spec in enumerate(task.specs):
-        if budget_left() <= 0:
-            out.update(fate="not-judged", reason="the time budget ran out while checking it", verdicts=verdicts)
-            return out
         v = judge.verify(ptx, spec, i)
         verdicts.append(v.to_dict())
         if v.status != "accepted":
@@ -211,42 +214,66 @@ def new_record(task: GenerationTask, model, judge, options: GenerateOptions) -> 
     }
 
 
+# How long checking one answer takes before any was checked: ptxas, then the check (the
+# candidate twice per input set, the static checks) and the confirmation on fresh inputs
+# (the reference again and the candidate twice), each about a reference run per set.
+CHECK_RUNS_PER_REFERENCE_RUN = 6.0
+PTXAS_SECONDS = 0.5
+
+
+def check_reserve(samples: int, checked: list[float], reference_s: float, left: float) -> float:
+    """Seconds to keep aside for checking a round's ``samples`` answers: the slowest check so
+    far per answer, or before the first an estimate from the reference's runs (at most half of
+    what is ``left``, so that a slow first reference run does not leave the model no time)."""
+    if checked:
+        per = max(checked)
+    else:
+        per = min(PTXAS_SECONDS + CHECK_RUNS_PER_REFERENCE_RUN * reference_s, max(left, 0.0) / (2 * samples))
+    return per * samples
+
+
 def generate(task: GenerationTask, model, judge, options: GenerateOptions | None = None, *,
              on_event: Callable[[str, dict], None] | None = None,
              clock: Callable[[], float] = time.monotonic) -> GenerationResult:
     """Generate ``task``'s kernel with ``model`` (a :class:`superopt.model.base.ModelBackend`),
-    checked by ``judge`` (a :class:`superopt.generate.judge.ReferenceJudge`)."""
+    checked by ``judge`` (a :class:`superopt.generate.judge.ReferenceJudge`), within
+    ``options.budget_s`` seconds of wall time (a hard limit: see the module's docstring)."""
     from superopt.model.base import Constraint
     from superopt.model.grammar import kernel_grammar
     options = (options or GenerateOptions()).validate()
-    t0 = clock()
+    budget = Budget(options.budget_s, clock)
     record = new_record(task, model, judge, options)
+    spent = f"the time budget of {options.budget_s:g} s"
 
     def emit(kind: str, **data):
         if on_event is not None:
             try:
-                on_event(kind, data)
+                on_event(kind, {**data, "elapsed": budget.elapsed(), "budget": options.budget_s})
             except Exception:   # noqa: BLE001 - a broken progress display must not stop the work
                 pass
 
-    def budget_left() -> float:
-        return options.budget_s - (clock() - t0)
-
     def finish(status: str, stopped: str, reasons: list[str], **kw) -> GenerationResult:
-        record.update(status=status, stopped=stopped, reasons=reasons, seconds=round(clock() - t0, 3))
+        record.update(status=status, stopped=stopped, reasons=reasons, seconds=round(budget.elapsed(), 3))
         result = GenerationResult(status, task, record, reasons, **kw)
         emit("done", status=status, line=result.verdict_line())
         return result
 
     # 1. the reference, on every launch shape, before any model time is spent
     emit("reference", label=task.reference.label, shapes=len(task.specs))
+    t_ref = clock()
     for i, spec in enumerate(task.specs):
-        bad = judge.prepare(spec, i)
+        try:
+            with budget.hard(f"running the reference on launch shape {i + 1}"):
+                bad = judge.prepare(spec, i)
+        except BudgetExpired:     # a limit of the run, not a fault of the reference: exit 1
+            why = f"{spent} ran out while running the reference on launch shape {i + 1}, before round 1"
+            return finish(NOT_VERIFIED, why, [why])
         if bad is not None:
             why = f"the reference cannot be judged on launch shape {i + 1}: {bad.reason}"
             record["reference_verdict"] = bad.to_dict()
             return finish(COULD_NOT_JUDGE, why, [why])
         emit("reference-ok", shape=i, sets=judge.reference_sets(i))
+    reference_s = clock() - t_ref
     try:
         from superopt.judge.ptxas import find_ptxas
         find_ptxas()
@@ -260,25 +287,43 @@ def generate(task: GenerationTask, model, judge, options: GenerateOptions | None
     feedback: list[Feedback] = []
     last_failed: tuple[str, str] | None = None
     seen: dict[str, str] = {}
+    checked: list[float] = []          # seconds each judged answer's check took
     answered = 0
     accepted: _Outcome | None = None
     stopped = ""
     for rnd in range(options.rounds):
-        if budget_left() <= 0:
-            stopped = f"the time budget of {options.budget_s:g} s ran out before round {rnd + 1}"
+        left = budget.left()
+        reserve = check_reserve(options.samples, checked, reference_s, left)
+        share = left - reserve
+        if share <= 0:
+            stopped = f"{spent} ran out before round {rnd + 1}"
+            if left > 0:
+                stopped += (f" ({left:.1f} s left, checking {options.samples} answer(s) takes about "
+                            f"{reserve:.1f} s)")
             break
         messages = build_generation_messages(task, feedback, last_failed=last_failed,
                                              max_feedback=options.max_feedback)
         seed = None if options.seed is None else options.seed + rnd
         entry = {"round": rnd + 1, "prompt_hash": prompt_hash(messages), "messages": messages,
                  "n": options.samples, "max_tokens": options.max_tokens, "temperature": options.temperature,
-                 "seed": seed, "responses": []}
+                 "seed": seed, "model_seconds_allowed": round(share, 3), "check_seconds_kept": round(reserve, 3),
+                 "responses": []}
         record["rounds"].append(entry)
-        emit("request", round=rnd + 1, rounds=options.rounds, n=options.samples, max_tokens=options.max_tokens)
+        emit("request", round=rnd + 1, rounds=options.rounds, n=options.samples, max_tokens=options.max_tokens,
+             allowed=share)
         t_req = clock()
         try:
-            answers = model.complete(messages, constraint=constraint, n=options.samples,
-                                     max_tokens=options.max_tokens, temperature=options.temperature, seed=seed)
+            answers = budget.call(
+                lambda: model.complete(messages, constraint=constraint, n=options.samples,
+                                       max_tokens=options.max_tokens, temperature=options.temperature, seed=seed),
+                f"the model's answer in round {rnd + 1}", share)
+        except BudgetExpired:
+            entry["seconds"] = round(clock() - t_req, 3)
+            entry["error"] = (f"stopped after {entry['seconds']:g} s: no answer within the {share:.1f} s the "
+                              f"budget left for it ({reserve:.1f} s were kept to check its answers)")
+            stopped = f"{spent} ran out while the model was answering in round {rnd + 1}"
+            emit("stopped", what=f"round {rnd + 1}", reason=entry["error"])
+            break
         except Exception as e:   # noqa: BLE001 - ModelError or anything a backend raises: reported
             entry["error"] = f"{type(e).__name__}: {e}"
             if answered == 0:
@@ -288,16 +333,29 @@ def generate(task: GenerationTask, model, judge, options: GenerateOptions | None
             break
         entry["seconds"] = round(clock() - t_req, 3)
         answered += len(answers)
+        expired: str = ""                  # set when the budget ran out while checking an answer
         for ans in answers[: options.samples]:
             what = f"round {rnd + 1}, sample {ans.index}"
             r = {"index": ans.index, "text": ans.text, "finish_reason": ans.finish_reason, "tokens": ans.tokens}
             entry["responses"].append(r)
-            if budget_left() <= 0:
-                r.update(fate="not-judged", reason="the time budget ran out before it was checked")
-                stopped = f"the time budget of {options.budget_s:g} s ran out in round {rnd + 1}"
+            if expired:
+                r.update(fate="not-judged", reason=f"not checked: {expired}")
                 emit("answer", what=what, fate=r["fate"], reason=r["reason"])
                 continue
-            out = _judge_answer(task, judge, ans, stub_module, seen, budget_left)
+            arrived_left = budget.left()
+            emit("checking", what=what)
+            t_check = clock()
+            try:
+                with budget.hard(f"checking {what}"):
+                    out = _judge_answer(task, judge, ans, stub_module, seen)
+            except BudgetExpired:
+                # only when a check takes longer than the slowest before it (the reserve):
+                # said as it is, with the seconds it had
+                expired = (f"{spent} ran out while checking {what}, which arrived with {arrived_left:.1f} s left "
+                           f"({reserve:.1f} s had been kept for checking this round's answers)")
+                out = _Outcome(fate="not-judged", reason=expired)
+                stopped = expired
+            checked.append(clock() - t_check)
             r.update({k: v for k, v in out.items() if k != "ptx"})
             emit("answer", what=what, fate=out.fate, reason=out.get("reason", ""))
             if out.get("ptx_hash") and out.fate != "duplicate":
@@ -317,7 +375,7 @@ def generate(task: GenerationTask, model, judge, options: GenerateOptions | None
                        f"(max {options.max_tokens} tokens each)")
         reasons = [f.line(300) for f in feedback] or [stopped]
         return finish(NOT_VERIFIED, stopped, reasons)
-    return _accept(task, judge, record, accepted, options, finish, emit)
+    return _accept(task, judge, record, accepted, options, finish, emit, budget)
 
 
 def _module_with_comment(task: GenerationTask, ptx: str, what: str) -> str:
@@ -328,16 +386,22 @@ def _module_with_comment(task: GenerationTask, ptx: str, what: str) -> str:
             f"// {task.signature.text}; verified against {task.reference.label} ({what})\n//\n\n" + ptx)
 
 
-def _accept(task, judge, record, out: _Outcome, options, finish, emit) -> GenerationResult:
+def _accept(task, judge, record, out: _Outcome, options, finish, emit, budget: Budget) -> GenerationResult:
     result = {"what": out["what"], "ptx": out["function_text"], "ptx_hash": out["ptx_hash"],
               "resources": out.get("resources"), "verdicts": out.get("verdicts"),
               "confirmations": out.get("confirmations"),
               "checked": _checked_text(out.get("verdicts") or [], out.get("confirmations") or [])}
-    if judge.can_time:
+    if judge.can_time and budget.left() <= 0:
+        result["timing"] = {"status": "not-timed", "reason": f"no time was left of the {options.budget_s:g} s budget"}
+    elif judge.can_time:
         emit("timing", kernel=task.kernel)
         try:
-            t = judge.time(out["ptx"], task.specs[0])
+            with budget.hard("timing the kernel"):
+                t = judge.time(out["ptx"], task.specs[0])
             result["timing"] = t.to_dict()
+        except BudgetExpired:
+            result["timing"] = {"status": "not-timed",
+                                "reason": f"the {options.budget_s:g} s budget ran out while timing it"}
         except Exception as e:   # noqa: BLE001 - no timing is a note, not a failure
             result["timing"] = {"status": "error", "reason": f"{type(e).__name__}: {e}"}
     else:

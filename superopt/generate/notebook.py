@@ -35,20 +35,6 @@ __all__ = ["PtxgenMagics", "load_ipython_extension", "GenerationReport"]
 _BACKENDS: dict = {}          # model backends by option, loaded once per kernel session
 
 
-class _Progress:
-    """What the cell shows while it works (HTML in a notebook, text in a terminal)."""
-
-    def __init__(self):
-        self.lines: list[str] = []
-
-    def _repr_html_(self):
-        from superopt.generate.render import progress_html
-        return progress_html(self.lines)
-
-    def __repr__(self):
-        return "\n".join(self.lines[-30:])
-
-
 class GenerationReport:
     """A generation that verified nothing (or could not judge): the record, shown inline."""
 
@@ -111,7 +97,8 @@ class PtxgenMagics(Magics):
     @magic_arguments.argument("--model-from", help="A model backend object of the notebook.")
     @magic_arguments.argument("--rounds", type=int, default=3)
     @magic_arguments.argument("--samples", type=int, default=2)
-    @magic_arguments.argument("--budget", type=float, default=600.0, help="Wall seconds.")
+    @magic_arguments.argument("--budget", type=float, default=600.0,
+                              help="Wall seconds for the whole generation, a hard limit.")
     @magic_arguments.argument("--max-tokens", type=int, default=2048)
     @magic_arguments.argument("--max-statements", type=int, default=160)
     @magic_arguments.argument("--temperature", type=float, default=0.7)
@@ -123,7 +110,7 @@ class PtxgenMagics(Magics):
         """Generate a PTX kernel from the cell's description, verified against a reference."""
         from superopt.generate.judge import JudgeUnavailable, ReferenceJudge
         from superopt.generate.kernel import GeneratedKernel
-        from superopt.generate.loop import GenerateOptions, generate
+        from superopt.generate.loop import GenerateOptions
         from superopt.generate.loop import write_record
         from superopt.generate.task import TaskError, build_task
         from superopt.judge.check import Policy
@@ -149,23 +136,7 @@ class PtxgenMagics(Magics):
         except (TaskError, JudgeUnavailable, ModelError, ValueError) as e:
             print(f"COULD NOT JUDGE: {e}", file=sys.stderr)
             return None
-        progress = _Progress()
-        progress.lines += [f"note: {n}" for n in task.notes]
-        handle = display(progress, display_id=True)
-
-        def on_event(kind, data):
-            if kind == "reference-ok":
-                progress.lines.append(f"reference {task.reference.label}: ran on {len(data.get('sets') or [])} input sets")
-            elif kind == "request":
-                progress.lines.append(f"round {data['round']}/{data['rounds']}: asking the model for {data['n']} answer(s) ...")
-            elif kind == "answer":
-                progress.lines.append(f"  {data['what']}: {data['fate']}: {str(data.get('reason', ''))[:200]}")
-            elif kind == "done":
-                progress.lines.append(data["line"])
-            if handle is not None:
-                handle.update(progress)
-
-        result = generate(task, model, judge, options, on_event=on_event)
+        result = _generate_with_progress(self.shell, task, model, judge, options)
         if args.output:
             out = Path(args.output)
             if result.accepted:
@@ -176,6 +147,26 @@ class PtxgenMagics(Magics):
         kernel = GeneratedKernel.from_result(result)
         self.shell.user_ns[args.name or task.kernel] = kernel
         return kernel
+
+
+def in_jupyter(shell) -> bool:
+    """Whether ``shell`` runs under a Jupyter kernel (whose output areas can be updated in
+    place); a terminal IPython has no kernel and prints every update anew."""
+    return getattr(shell, "kernel", None) is not None
+
+
+def _generate_with_progress(shell, task, model, judge, options):
+    """The loop, with its progress in one updated output area under Jupyter, or on the
+    terminal (a live status line; each step printed once) elsewhere."""
+    from superopt.generate.loop import generate
+    from superopt.generate.progress import GenerationProgress, NotebookProgress, TerminalProgress
+    progress = GenerationProgress(options.budget_s, notes=task.notes)
+    if in_jupyter(shell):
+        view = NotebookProgress(progress, display=display)
+        return generate(task, model, judge, options, on_event=view.on_event)
+    from rich.console import Console
+    with TerminalProgress(Console(highlight=False, soft_wrap=True), progress) as term:
+        return generate(task, model, judge, options, on_event=term.on_event)
 
 
 def load_ipython_extension(ipython) -> None:

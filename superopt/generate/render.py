@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from html import escape
 
-__all__ = ["record_html", "record_text", "progress_html"]
+__all__ = ["record_html", "record_text"]
 
 _COLORS = {"accepted": "#1a7f37", "not-verified": "#9a6700", "could-not-judge": "#cf222e"}
 
@@ -62,7 +62,3 @@ def record_html(record: dict, ptx: str | None = None) -> str:
         parts.append(f"<details><summary>PTX</summary><pre>{escape(code)}</pre></details>")
     parts.append("</div>")
     return "".join(parts)
-
-
-def progress_html(lines: list[str]) -> str:
-    return "<pre style='margin:0'>" + escape("\n".join(lines[-30:])) + "</pre>"

@@ -70,7 +70,7 @@ def test_budget_that_runs_out_before_the_first_round(tmp_path):
     model = planted([VADD_FN])
     code, out, _ = run_with(model, tmp_path, "--budget", "0.001")
     assert code == 1, out
-    assert "ran out before round 1" in out and model.requests == []
+    assert "before round 1" in out and model.requests == []
 
 
 def test_the_generated_kernel_joins_dataset_export(tmp_path):
@@ -133,3 +133,18 @@ def test_reference_that_raises_is_exit_2_and_the_model_is_not_asked(tmp_path):
     code, out, _ = run_with(model, tmp_path, ref=ref)
     assert code == 2 and "ZeroDivisionError" in out and "COULD NOT JUDGE" in out
     assert model.requests == []
+
+
+def test_the_budget_stops_a_model_server_that_does_not_answer(tmp_path):
+    """The HTTP client path: a server that takes 20 s per answer, a 2 s budget. The request is
+    stopped at the budget (not at the client's own 600 s timeout), exit 1 with where it stopped."""
+    import time
+    from tests.generate.test_generate import SLACK_S, SlowModel
+    t0 = time.monotonic()
+    code, out, files = run_with(SlowModel([20.0], [VADD_FN]), tmp_path, "--budget", "2", "--samples", "1")
+    elapsed = time.monotonic() - t0
+    assert code == 1, out
+    assert "the time budget of 2 s ran out while the model was answering in round 1" in out
+    assert elapsed < 2 + SLACK_S + 2, elapsed                    # + the stand-in server's start and stop
+    rec = json.loads(files["vadd.record.json"])
+    assert rec["rounds"][0]["error"].startswith("stopped after") and rec["seconds"] < 2 + SLACK_S

@@ -5,9 +5,9 @@ never assembles ends not-verified with ptxas's reasons; rounds, samples and the 
 really stop the loop."""
 from __future__ import annotations
 
-import itertools
 import json
 import shutil
+import time
 
 import numpy as np
 import pytest
@@ -201,16 +201,139 @@ def test_rounds_and_samples_are_limits(tmp_path):
     assert sum(len(rd["responses"]) for rd in r.record["rounds"]) == 4
 
 
-def test_the_time_budget_stops_the_loop(tmp_path):
-    t = _task(tmp_path)
-    model = planted([VADD_WRONG])
-    ticks = itertools.count(0, 6.0)                             # every look at the clock: 6 s later
+class SlowModel:
+    """A model that takes its time: request i sleeps ``delays[i]`` seconds (a callable: asked for
+    the seconds then; ``None``: never answers) and then answers like :func:`planted`. Its waits
+    swallow every ``Exception``, as model backends do: the budget must stop it all the same."""
+
+    kind = "slow"
+
+    def __init__(self, delays, *rounds):
+        self.delays = list(delays)
+        self.inner = planted(*rounds)
+        self.requests = self.inner.requests
+        self.swallowed = 0
+
+    def describe(self):
+        return {"backend": "slow", "model": "slow-model"}
+
+    def complete(self, messages, **kw):
+        i = len(self.requests)
+        delay = self.delays[min(i, len(self.delays) - 1)]
+        delay = delay() if callable(delay) else delay
+        end = None if delay is None else time.monotonic() + delay
+        while end is None or time.monotonic() < end:
+            try:
+                time.sleep(0.02)
+            except Exception:   # noqa: BLE001 - what a careless backend does
+                self.swallowed += 1
+        return self.inner.complete(messages, **kw)
+
+
+def _timed(t, model, budget, **opts):
     judge = ReferenceJudge(t.reference, t.stub_ptx, backend="emulator", sets=2)
-    r = generate(t, model, judge, GenerateOptions(rounds=5, samples=1, budget_s=10, save_dataset=False),
-                 clock=lambda: next(ticks))
-    assert len(model.requests) == 1                            # not 5
-    assert r.status == "not-verified" and "time budget of 10 s ran out" in r.record["stopped"]
-    assert r.record["rounds"][0]["responses"][0]["fate"] == "not-judged"
+    events = []
+    t0 = time.monotonic()
+    r = generate(t, model, judge, GenerateOptions(budget_s=budget, save_dataset=False, **opts),
+                 on_event=lambda kind, data: events.append((kind, data)))
+    return r, time.monotonic() - t0, events
+
+
+SLACK_S = 1.5          # what a loaded 2-core machine may add to a budget's end (the stop, the record)
+
+
+def test_the_budget_stops_a_model_that_never_answers(tmp_path):
+    """The 600 s budget that ran 817 s: a request in flight is stopped at the budget, and a
+    broad ``except Exception`` in the model cannot swallow the stop."""
+    model = SlowModel([None], [VADD_FN])
+    r, elapsed, _ = _timed(_task(tmp_path), model, 2.0, rounds=3, samples=1)
+    assert elapsed < 2.0 + SLACK_S, elapsed
+    assert len(model.requests) == 0                     # it never got to answer
+    assert r.status == "not-verified" and r.exit_code == 1
+    assert r.record["stopped"] == "the time budget of 2 s ran out while the model was answering in round 1"
+    assert r.record["rounds"][0]["error"].startswith("stopped after ")
+    assert r.record["seconds"] <= 2.0 + SLACK_S
+
+
+def test_answers_given_within_the_budget_are_judged(tmp_path):
+    """Round 1's answer comes 1 s before the model's share of the budget ends: it is checked
+    (rejected, with its mismatch), not "not judged"; round 2's request is stopped at its share,
+    and the whole run ends within the budget."""
+    allowed = {}
+    model = SlowModel([lambda: allowed["s"] - 1.0, None], [VADD_WRONG], [VADD_FN])
+    t = _task(tmp_path)
+    judge = ReferenceJudge(t.reference, t.stub_ptx, backend="emulator", sets=2)
+
+    def on_event(kind, data):
+        if kind == "request":
+            allowed["s"] = data["allowed"]
+
+    t0 = time.monotonic()
+    r = generate(t, model, judge, GenerateOptions(budget_s=4.0, rounds=3, samples=1, save_dataset=False),
+                 on_event=on_event)
+    elapsed = time.monotonic() - t0
+    first = r.record["rounds"][0]
+    assert first["responses"][0]["fate"] == "rejected-check", first["responses"][0]
+    assert first["model_seconds_allowed"] + first["check_seconds_kept"] <= 4.0
+    assert len(r.record["rounds"]) == 2 and "stopped after" in r.record["rounds"][1]["error"]
+    assert not any(resp.get("fate") == "not-judged" for rd in r.record["rounds"] for resp in rd["responses"])
+    assert r.status == "not-verified" and "ran out while the model was answering in round 2" in r.record["stopped"]
+    assert elapsed < 4.0 + SLACK_S, elapsed
+
+
+def test_the_budget_holds_outside_the_main_thread(tmp_path):
+    """No SIGALRM off the main thread: the request runs in a worker that the loop stops waiting for."""
+    import threading
+    model = SlowModel([None], [VADD_FN])
+    box = {}
+    thread = threading.Thread(target=lambda: box.update(zip(("r", "elapsed", "events"),
+                                                            _timed(_task(tmp_path), model, 1.5, samples=1))))
+    thread.start()
+    thread.join(1.5 + 2 * SLACK_S)
+    assert not thread.is_alive()
+    assert box["elapsed"] < 1.5 + SLACK_S and "while the model was answering" in box["r"].record["stopped"]
+
+
+def test_a_budget_too_short_for_the_round_says_what_it_needed(tmp_path):
+    """No request is started that could not be checked: a budget smaller than the check of its
+    answers stops before the round, with the seconds it had and needed."""
+    from superopt.generate.loop import check_reserve
+    assert check_reserve(2, [1.5, 0.5], 0.1, 100) == 3.0                  # the slowest check, per answer
+    assert check_reserve(1, [], 0.1, 100) == pytest.approx(0.5 + 6 * 0.1)  # estimated from the reference
+    assert check_reserve(1, [], 10.0, 4.0) == 2.0                          # at most half of what is left
+    # checks that take 6 s (on a clock the test moves): after round 1, 4 s are left
+    t = _task(tmp_path)
+    offset = [0.0]
+    judge = ReferenceJudge(t.reference, t.stub_ptx, backend="emulator", sets=2)
+    real_verify = judge.verify
+
+    def slow_verify(*a, **k):
+        offset[0] += 6.0
+        return real_verify(*a, **k)
+
+    judge.verify = slow_verify
+    model = planted([VADD_WRONG], [VADD_FN])
+    r = generate(t, model, judge, GenerateOptions(budget_s=10.0, rounds=3, samples=1, save_dataset=False),
+                 clock=lambda: time.monotonic() + offset[0])
+    assert len(model.requests) == 1
+    assert r.record["rounds"][0]["responses"][0]["fate"] == "rejected-check"
+    assert r.record["stopped"].startswith("the time budget of 10 s ran out before round 2 (")
+    assert "s left, checking 1 answer(s) takes about 6." in r.record["stopped"]
+
+
+def test_budget_expired_is_not_an_exception():
+    from superopt.generate.budget import Budget, BudgetExpired
+    assert not issubclass(BudgetExpired, Exception)
+    swallowed = 0
+    t0 = time.monotonic()
+    with pytest.raises(BudgetExpired, match="spinning: stopped after"):
+        with Budget(0.3).hard("spinning"):
+            while True:
+                try:
+                    sum(range(1000))
+                except Exception:   # noqa: BLE001
+                    swallowed += 1
+    assert time.monotonic() - t0 < 0.3 + SLACK_S and swallowed == 0
 
 
 @pytest.mark.parametrize("field, value", [("rounds", 0), ("samples", 0), ("budget_s", 0), ("max_tokens", 3)])

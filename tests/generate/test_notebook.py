@@ -64,3 +64,44 @@ def test_ptxgen_bad_options_print_the_reason(ip, capsys):
     assert "--rounds must be" in capsys.readouterr().err
     assert ip.run_cell_magic("ptxgen", line(), "   ") is None
     assert "description is empty" in capsys.readouterr().err
+
+
+def test_outside_jupyter_the_progress_is_not_reprinted_on_every_update(ip, capsys):
+    """A terminal IPython prints a display's every update anew (10 copies of the block): there
+    the progress goes to the terminal, each line once."""
+    ip.user_ns["planted_model"] = planted([VADD_WRONG], [VADD_WRONG.replace("sub.f32", "mul.f32")], [VADD_FN])
+    k = ip.run_cell_magic("ptxgen", line("--samples 1"), "Add two float vectors.")
+    assert k.record["status"] == "accepted"
+    shown = capsys.readouterr().out
+    for text in ("round 1/3: asking the model", "round 2/3: asking the model", "round 3/3: asking the model",
+                 "round 1, sample 0: rejected-check", "ACCEPTED: vadd"):
+        assert shown.count(text) == 1, (text, shown)
+
+
+def test_under_jupyter_one_output_area_is_updated_in_place(ip, capsys, monkeypatch):
+    import superopt.generate.notebook as nb
+
+    class Handle:
+        def __init__(self):
+            self.updates = []
+
+        def update(self, obj):
+            self.updates.append(obj._repr_html_())
+
+    shown = []
+
+    def display(obj, display_id=False):
+        shown.append((obj, display_id))
+        return handle
+
+    handle = Handle()
+    monkeypatch.setattr(nb, "in_jupyter", lambda shell: True)
+    monkeypatch.setattr(nb, "display", display)
+    ip.user_ns["planted_model"] = planted([VADD_WRONG], [VADD_FN])
+    k = ip.run_cell_magic("ptxgen", line("--samples 1"), "Add two float vectors.")
+    assert k.record["status"] == "accepted"
+    assert len(shown) == 1 and shown[0][1] is True           # one area, made with a display id
+    assert len(handle.updates) >= 6                           # updated on every event ...
+    assert "round 1/3" not in handle.updates[0] and "round 1/3" in handle.updates[-1]
+    assert "ACCEPTED: vadd" in handle.updates[-1] and "budget" not in handle.updates[-1].rsplit("</pre>", 1)[1]
+    assert "round 1/3" not in capsys.readouterr().out         # ... and nothing printed besides

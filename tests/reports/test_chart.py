@@ -73,3 +73,39 @@ def test_the_programs_records_report_charts_every_kernel_with_its_time_share():
     shares = [label(t) for t in texts(svg, "share-label")]
     assert shares and all(s.endswith("%") for s in shares)
     assert "Captured programs" in html
+
+
+def test_error_bars_span_the_interquartile_range_of_each_kept_speedup():
+    bars = [Bar("a", "a", 2.0, "2.00×", kept=True, spread=(1.8, 2.25)), Bar("b", "b", 1.5, "1.50×", kept=True),
+            Bar("c", "c", None, "nvcc's code kept")]
+    svg = speedup_chart(bars)
+    one = next(s for s in svg.shapes if s.cls == "one-line").attrs["x1"]
+    _, a1 = _bar_extent(svg, "2.00×")
+    err = [s for s in svg.shapes if s.cls == "errbar"]
+    assert len(err) == 3                                          # the range and its two caps, for "a" only
+    span = err[0].attrs
+    # on the bar's log scale: x(v) - x(1) is proportional to log(v)
+    scale = (a1 - one) / math.log(2.0)
+    assert span["x1"] == pytest.approx(one + scale * math.log(1.8), abs=0.02)
+    assert span["x2"] == pytest.approx(one + scale * math.log(2.25), abs=0.02)
+    assert "interquartile range 1.800×–2.250×" in err[0].title
+    label_a = next(s for s in svg.shapes if s.kind == "text" and s.text == "2.00×")
+    assert label_a.attrs["x"] > span["x2"]                       # the label clears the error bar
+
+
+def test_the_reports_error_bars_come_from_the_stored_quartiles():
+    record = load_record(BENCH_RECORDS[-1])
+    html = html_report(load_record_files([BENCH_RECORDS[-1]]))
+    svg = speedup_svg(html)
+    ns = "{http://www.w3.org/2000/svg}"
+    spans = [el for el in svg.iter(f"{ns}line") if el.get("class") == "errbar" and el.get("y1") == el.get("y2")]
+    kept = [k for k in record["kernels"] if k["status"] == "optimized"]
+    assert len(spans) == len(kept) > 0
+    titles = sorted(el.find(f"{ns}title").text for el in spans)
+    for k in kept:
+        win = next(c for c in k["candidates"] if c["fate"] == "winner")
+        t = win.get("confirmation") or win["timing"]
+        lo = t["baseline"]["q1"] / t["candidate"]["q3"]
+        hi = t["baseline"]["q3"] / t["candidate"]["q1"]
+        assert lo <= win["speedup"] <= hi
+        assert any(f"speedup {win['speedup']:.3f}×, interquartile range {lo:.3f}×–{hi:.3f}×" in x for x in titles), k["kernel"]

@@ -185,3 +185,71 @@ def test_gate_warns_when_old_and_new_were_measured_differently(tmp_path):
     result = _gate(old, write(tmp_path / "cap.json", module([other])))
     assert "OLD was judged with specs from file:" in result.output and "NEW from captured" in result.output
     assert "warning" not in _gate(old, old).output
+
+
+# ---------------------------------------------------------------------------------- --format md|json
+
+def _two(tmp_path, after: float):
+    old = write(tmp_path / "old.json", module([FAST, OTHER]))
+    new = write(tmp_path / "new.json", module([with_speedup(FAST, after), OTHER]))
+    return old, new
+
+
+def _md_rows(text: str) -> list[list[str]]:
+    rows = [ln for ln in text.splitlines() if ln.startswith("|")]
+    cells = [[c.strip() for c in ln.strip().strip("|").split("|")] for ln in rows]
+    assert len({len(c) for c in cells}) == 1, cells              # every row has the header's columns
+    return cells[2:]                                             # after the header and its rule
+
+
+def test_gate_md_is_a_ci_comment_with_the_verdict_and_every_row(tmp_path):
+    old, new = _two(tmp_path, 1.20)
+    term = _gate(old, new)
+    result = CliRunner().invoke(gate_command, [str(old), str(new), "--format", "md"])
+    assert result.exit_code == 1 == term.exit_code                # the same verdict
+    md = result.stdout
+    assert md.startswith(f"### nvcc-plus gate: 1 regression(s) against `{old}`")
+    assert "- scale4: speedup fell from 1.500x to 1.200x" in md
+    rows = {r[0]: r for r in _md_rows(md)}
+    assert rows["`scale4`"][3:6] == ["1.500×", "1.200×", "-20.0%"] and rows["`scale4`"][-1] == "**regression**"
+    assert rows["`gemm_tiled`"][-1] == "ok"
+    passing = CliRunner().invoke(gate_command, [str(old), str(old), "--format", "md"])
+    assert passing.exit_code == 0 and passing.stdout.startswith("### nvcc-plus gate: no regressions (2 kernel(s)")
+
+
+def test_gate_json_carries_what_the_gate_decided(tmp_path):
+    import json as _json
+    old, new = _two(tmp_path, 1.20)
+    result = CliRunner().invoke(gate_command, [str(old), str(new), "--format", "json", "--max-regression", "0.05"])
+    assert result.exit_code == 1
+    doc = _json.loads(result.stdout)
+    assert doc["schema"] == "nvcc-plus/gate" and doc["version"] == 1
+    assert doc["passed"] is False and doc["exit_code"] == 1 and doc["max_regression"] == 0.05
+    assert len(doc["regressions"]) == 1 and doc["regressions"][0].startswith("scale4: speedup fell from 1.500x")
+    k = {r["kernel"]: r for r in doc["kernels"]}
+    assert k["scale4"]["old"] == pytest.approx(1.5) and k["scale4"]["new"] == pytest.approx(1.2)
+    assert k["scale4"]["change"] == pytest.approx(-0.2) and k["scale4"]["problems"] == doc["regressions"]
+    assert k["gemm_tiled"]["problems"] == [] and k["gemm_tiled"]["noise_floor"] >= 0.05
+    ok = _json.loads(CliRunner().invoke(gate_command, [str(old), str(old), "--format", "json"]).stdout)
+    assert ok["passed"] is True and ok["exit_code"] == 0 and ok["regressions"] == []
+
+
+def test_compare_md_and_json(tmp_path):
+    import json as _json
+    old, new = _two(tmp_path, 1.25)
+    md = CliRunner().invoke(compare_command, [str(old), str(new), "--format", "md"])
+    assert md.exit_code == 0
+    rows = {r[0]: r for r in _md_rows(md.stdout)}
+    assert rows["`scale4`"][3:6] == ["1.500×", "1.250×", "-16.7%"]
+    assert "Geomean over the 2 kernel(s) in both: 1.225× → 1.118×." in md.stdout
+    doc = _json.loads(CliRunner().invoke(compare_command, [str(old), str(new), "--format", "json"]).stdout)
+    assert doc["schema"] == "nvcc-plus/compare" and [r["kernel"] for r in doc["kernels"]] == ["gemm_tiled", "scale4"]
+    assert doc["geomean"]["kernels"] == 2 and doc["geomean"]["new"] == pytest.approx((1.25 * 1.0) ** 0.5)
+
+
+def test_bad_input_is_exit_2_in_every_format(tmp_path):
+    old = write(tmp_path / "old.json", module([FAST]))
+    (tmp_path / "empty").mkdir()
+    for fmt in ("md", "json"):
+        result = CliRunner().invoke(gate_command, [str(old), str(tmp_path / "empty"), "--format", fmt])
+        assert result.exit_code == 2 and "holds no kernel records" in result.output

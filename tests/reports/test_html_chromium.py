@@ -76,3 +76,85 @@ def test_rendered_chart_holds_every_kept_speedup_inside_its_view_box(report_page
         assert t["w"] > 0, t
         assert vx <= t["x"] and t["x"] + t["w"] <= vx + vw, f"text {t['text']!r} leaves the view box horizontally: {t}"
         assert vy <= t["y"] and t["y"] + t["h"] <= vy + vh, f"text {t['text']!r} leaves the view box vertically: {t}"
+
+
+# ---------------------------------------------------------------------------------- no overflowing table
+
+# Added to a copy of a report: where every table ends (or the box that scrolls it, when it is in
+# one) against the body's content box, whether it needs that box's scroll bar, and whether the
+# page scrolls sideways.
+LAYOUT = """<script>
+(function () {
+  const out = {page: [document.documentElement.scrollWidth, window.innerWidth], tables: []};
+  function holder(el) {
+    for (let p = el.parentElement; p; p = p.parentElement) {
+      if (p === document.body || getComputedStyle(p).overflowX !== "visible") return p;
+    }
+    return document.body;
+  }
+  const body = document.body.getBoundingClientRect();
+  const bodyRight = body.right - parseFloat(getComputedStyle(document.body).paddingRight);
+  document.querySelectorAll("table").forEach((t, i) => {
+    const h = holder(t), inBody = h === document.body;
+    // a table in a box that scrolls ends where the box ends; the box must end inside the body
+    const right = (inBody ? t : h).getBoundingClientRect().right;
+    out.tables.push({i: i, cls: t.className, head: (t.querySelector("th") || {textContent: ""}).textContent,
+                     right: right, limit: bodyRight, scrolls: !inBody && h.scrollWidth > h.clientWidth + 1});
+  });
+  const pre = document.createElement("pre"); pre.id = "layout"; pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+</script>"""
+
+
+def _layout(page, tmp_path, width: int) -> dict:
+    measured = tmp_path / f"layout-{width}.html"
+    measured.write_text(page.read_text(encoding="utf-8").replace("</body>", LAYOUT + "</body>"), encoding="utf-8")
+    run = _chromium(f"--window-size={width},1000", "--dump-dom", measured.as_uri())
+    m = re.search(r'<pre id="layout">(.*?)</pre>', run.stdout.decode(), re.S)
+    assert m, f"the page did not run its measurement: {run.stderr.decode(errors='replace')[-2000:]}"
+    return json.loads(m.group(1).replace("&quot;", '"').replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">"))
+
+
+def _long_names_record() -> dict:
+    from tests.reports.records import kernel, module
+    k = kernel("gemv_rows")
+    k["signature"] = "gemv_rows_with_a_very_long_templated_name<float, 256, true>(" + ", ".join(
+        f"float const* __restrict__ input_matrix_{i}" for i in range(6)) + ")"
+    k["winner"] = "vectorize-memory(max_bytes=16,versioning=True)+occupancy(block=(128,1,1),maxnreg=128)+" * 2
+    return module([k, kernel("gemm_tiled")],
+                  source="/home/someone/projects/a-very-long-checkout-directory-name/src/kernels/linear_algebra/gemv.cu")
+
+
+@pytest.fixture(scope="module")
+def layout_pages(tmp_path_factory):
+    from reports.load import LoadedRecord
+    from tests.reports.records import ARCHIVES
+    folder = tmp_path_factory.mktemp("layout")
+    pages = {"programs": html_report(load_record_files(ARCHIVES)),        # the programs table of issue 28
+             "bench": html_report(load_record_files([BENCH_RECORDS[-1]]), sass=None),   # with SASS where installed
+             "long-names": html_report([LoadedRecord("long.json", _long_names_record())])}
+    out = {}
+    for name, html in pages.items():
+        out[name] = folder / f"{name}.html"
+        out[name].write_text(html, encoding="utf-8")
+    return out
+
+
+@pytest.mark.parametrize("name", ["programs", "bench", "long-names"])
+def test_no_table_overflows_its_container_at_1400_px(layout_pages, tmp_path, name):
+    data = _layout(layout_pages[name], tmp_path, 1400)
+    assert data["page"][0] <= data["page"][1], f"the page scrolls sideways: {data['page']}"
+    assert data["tables"]
+    for t in data["tables"]:
+        assert t["right"] <= t["limit"] + 0.5, f"{name}: table {t['i']} ({t['cls'] or t['head']!r}) overflows: {t}"
+        if "code" not in t["cls"].split():        # listings may scroll in their box; tables of facts fit
+            assert not t["scrolls"], f"{name}: table {t['i']} ({t['head']!r}) needs a scroll bar at 1400 px: {t}"
+
+
+@pytest.mark.parametrize("name", ["programs", "long-names"])
+def test_a_narrow_window_scrolls_inside_tables_not_the_page(layout_pages, tmp_path, name):
+    data = _layout(layout_pages[name], tmp_path, 900)
+    assert data["page"][0] <= data["page"][1], f"the page scrolls sideways: {data['page']}"
+    for t in data["tables"]:
+        assert t["right"] <= t["limit"] + 0.5, f"{name}: table {t['i']} ({t['cls'] or t['head']!r}) overflows: {t}"
