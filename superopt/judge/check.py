@@ -60,7 +60,9 @@ buffer. What it does, and why:
   ``.maxntid``/``.reqntid``/``.minnctapersm`` one of the check's launches breaks is rejected
   (a GPU refuses such a launch; :func:`superopt.judge.launch_contract.launch_problem`). The
   emulator runs serial warp schedules, blocks in other orders and machine registers that
-  vary (:func:`superopt.judge.backends.emulator.launch_plan`); once the runs agree, the
+  vary (:func:`superopt.judge.backends.emulator.launch_plan`; nvcc's code that relies on a warp's
+  lanes in step, legacy warp-synchronous code, is judged with them in step:
+  :func:`run_baseline`); once the runs agree, the
   static race check (:mod:`superopt.judge.race_check`) rejects a candidate that reads data
   other threads of the launch write where nvcc's code does not (``ld.global.nc`` of a written
   buffer, another block's output, shared memory with no barrier after the store), and the
@@ -388,13 +390,54 @@ class BaselineRuns:
     taint: dict = field(default_factory=dict)
     # float atomics judged by their contributions (superopt.judge.atomic_judge.AtomicMode), or None
     atomic: Any = None
+    # the backend the runs were made on when it is not the one asked for: nvcc's code relies on
+    # the lanes of a warp running in step (Backend.lanes_in_step); candidates run there too
+    backend: Any = None
+
+
+NOT_DETERMINISTIC = "the baseline is not deterministic"
 
 
 def run_baseline(baseline_ptx: str, spec: LaunchSpec, *, backend: Union[str, Backend] = "gpu",
                  policy: Union[str, Policy, None] = None, sets: int = 4, seed: int | None = None,
                  launch_timeout: float | None = None) -> Union[BaselineRuns, Verdict]:
     """The baseline half of :func:`check`: inputs, two baseline runs per set, determinism.
-    Returns the runs, or a *could not judge* verdict when the baseline cannot be used."""
+    Returns the runs, or a *could not judge* verdict when the baseline cannot be used.
+
+    When nvcc's code is not deterministic only because a schedule ran the lanes of a warp out of
+    step (legacy warp-synchronous code: :meth:`Backend.lanes_in_step`), its runs are made again
+    on the same inputs with the lanes in step, and the candidates are judged there too."""
+    seed = fresh_seed() if seed is None else int(seed)
+    try:
+        be = get_backend(backend) if isinstance(backend, str) else backend
+    except BackendUnavailable:
+        be = backend
+    got = _run_baseline(baseline_ptx, spec, backend=be, policy=policy, sets=sets, seed=seed,
+                        launch_timeout=launch_timeout)
+    # only code that shares memory or barriers between lanes runs serial schedules at all
+    shares = any(w in baseline_ptx for w in (".shared", "bar.sync", "barrier"))
+    in_step = be.lanes_in_step() if isinstance(be, Backend) and shares else None
+    if not (isinstance(got, Verdict) and got.status == COULD_NOT_JUDGE
+            and got.reason.startswith(NOT_DETERMINISTIC) and in_step is not None):
+        return got
+    again = _run_baseline(baseline_ptx, spec, backend=in_step, policy=policy, sets=sets, seed=seed,
+                          launch_timeout=launch_timeout)
+    if isinstance(again, Verdict):
+        return got
+    again.backend = in_step
+    again.evidence["lanes_in_step"] = True
+    again.evidence["notes"].append(
+        "nvcc's code gives different results when the lanes of a warp run out of step (" + got.reason.split(". ")[0]
+        + "): it is warp-synchronous code that relies on a warp's lanes running together (no __syncwarp). It and "
+        "every candidate are judged with the lanes of each warp in step; warps still run serially, so a dropped "
+        "barrier between warps shows")
+    return again
+
+
+def _run_baseline(baseline_ptx: str, spec: LaunchSpec, *, backend: Union[str, Backend],
+                  policy: Union[str, Policy, None], sets: int, seed: int,
+                  launch_timeout: float | None) -> Union[BaselineRuns, Verdict]:
+    """:func:`run_baseline` on one backend."""
     t_start = time.monotonic()
     policy = Policy.parse(policy)
     seed = fresh_seed() if seed is None else int(seed)
@@ -571,7 +614,7 @@ def run_baseline(baseline_ptx: str, spec: LaunchSpec, *, backend: Union[str, Bac
                 return None
             if diff.any():
                 j = _first_diff(diff)
-                return fail(f"the baseline is not deterministic: buffer {b.name!r} element {j} is "
+                return fail(f"{NOT_DETERMINISTIC}: buffer {b.name!r} element {j} is "
                             f"{format_value(x1, j, et)} in one run and {format_value(x2, j, et)} in another on "
                             f"the same inputs ({s.label}; {int(diff.sum())} elements differ). Causes: atomics "
                             f"order, uninitialised (shared) memory or registers, or an output read before it is written "
@@ -887,6 +930,8 @@ def _judge_candidate(bl: BaselineRuns, candidate_ptx: str, be: Backend, launch_t
                      t_start: float, reused: bool) -> Verdict:
     """The candidate half of :func:`check`, against prepared baseline runs."""
     policy, spec = bl.policy, bl.spec
+    if bl.backend is not None:
+        be = bl.backend                # the lanes of a warp in step, as nvcc's code needs
     ev = copy.deepcopy(bl.evidence)
     bl.uses += 1
     if reused:

@@ -88,6 +88,11 @@ class Backend(ABC):
         """What runs the kernels (device name, versions) for the verdict's evidence."""
         return {"backend": self.name}
 
+    def lanes_in_step(self) -> "Backend | None":
+        """This backend with the lanes of every warp kept in step, where it can also run them
+        out of step (the emulator); None where it cannot choose (a GPU: the hardware's)."""
+        return None
+
     @abstractmethod
     def run_many(self, ptx: str, spec, input_sets: list, *, timeout: float | None = None) -> list[RunResult]:
         """Load ``ptx`` once, launch ``spec.kernel`` on every input set in order.
