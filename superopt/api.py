@@ -24,6 +24,9 @@ class OptimizeOutcome:
     # Where those records were written (NVCC_PLUS_REPORT_DIR), so that a driver that does not
     # use the rewrite after all (a later tool rejects it) can say so in them.
     record_paths: list[str] = field(default_factory=list)
+    # Lines true of the whole build rather than of this module (no GPU and no lockfile, an
+    # invalid [kernels] table of nvcc-plus.toml): the driver says each once per build.
+    build_notes: list[str] = field(default_factory=list)
 
 
 def optimize_ptx(ptx: str, *, mode: str = "optimize", source: str | None = None,
@@ -81,7 +84,8 @@ def _outcome(result, ptx: str, source: str | None, settings) -> OptimizeOutcome:
     # text in the cubin, so even whitespace would show).
     return OptimizeOutcome(ptx=result.ptx if result.changed else ptx, changed=result.changed,
                            messages=result.messages, records=[result.records],
-                           record_paths=[saved] if saved else [])
+                           record_paths=[saved] if saved else [],
+                           build_notes=list(getattr(result, "build_notes", None) or []))
 
 
 def _save_records(records: dict, source: str | None, folder: str | None) -> str | None:
