@@ -136,6 +136,10 @@ class Replayer:
         t0 = time.monotonic()
         timeout, deadline = self._limits(source)
         config = self.cfg.optimizer_config()
+        unit = self.plan.host_unit
+        if unit and os.path.isfile(unit):
+            # the launches of the kernels as this build preprocesses them (-D, #if, includes)
+            config["preprocessed"] = os.path.abspath(unit)
         view = None
         if self.cfg.mode == "optimize" and progress_view.wanted(self.cfg.progress):
             view = progress_view.ProgressView(f"{os.path.basename(source)} {step.arch or ''}".strip())

@@ -37,7 +37,9 @@ def optimize_ptx(ptx: str, *, mode: str = "optimize", source: str | None = None,
     ``source`` is the .cu file it came from and ``target`` its virtual architecture
     (``compute_90``), both for messages, records and the cache key. ``config``: the driver's
     dict (the nvcc-plus.toml document with ``config_path``; ``overrides``: flags by toml key; the
-    run's ``deadline`` and ``progress`` observer) or a :class:`superopt.config.resolved.Settings`.
+    run's ``deadline`` and ``progress`` observer; ``preprocessed``: the path of the translation
+    unit as nvcc preprocessed it, launch blocks are read from it) or a
+    :class:`superopt.config.resolved.Settings`.
     """
     if mode not in MODES:
         raise ValueError(f"unknown nvcc-plus mode {mode!r} (expected one of {', '.join(MODES)})")
@@ -60,7 +62,8 @@ def optimize_ptx(ptx: str, *, mode: str = "optimize", source: str | None = None,
     settings = Settings.from_config(config)
     try:
         result = optimize_module(ptx, target=target, source=source, settings=settings,
-                                 deadline=cfg.get("deadline"), progress=cfg.get("progress"))
+                                 deadline=cfg.get("deadline"), progress=cfg.get("progress"),
+                                 unit=cfg.get("preprocessed"))
     except BaseException as exc:
         partial = getattr(exc, "partial", None)
         if partial is not None:

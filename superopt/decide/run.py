@@ -54,8 +54,9 @@ def toolchain_identity() -> str:
 class ModuleRun:
     def __init__(self, ptx: str, module: ptx_ir.Module, *, target: str, source: str | None,
                  settings: Settings, options: SearchOptions, kernels: list[str] | None = None,
-                 deadline: float | None = None, progress=None):
+                 deadline: float | None = None, progress=None, unit: str | None = None):
         self.ptx, self.module, self.target, self.source = ptx, module, target, source
+        self.unit = unit              # the preprocessed translation unit (launch blocks), or None
         self.settings, self.options, self.deadline = settings, options, deadline
         self.records = rec.module_record(source=source, target=target, mode="optimize")
         self.messages: list[str] = []
@@ -106,8 +107,11 @@ class ModuleRun:
             text = ptx_ir.printer.emit_function(fn)
             # The user's explicit launch spec is part of the key: a decision verified with one
             # spec is not reused after the spec changes.
-            explicit = explicit_specs_key(self.module, fn.name, source=self.source, settings=self.settings) \
-                if self._may_have_explicit_specs() else None
+            problems: list[str] = []
+            explicit = explicit_specs_key(self.module, fn.name, source=self.source, settings=self.settings,
+                                          problems=problems) if self._may_have_explicit_specs() else None
+            for p in problems:
+                self.note_for_build(p)          # an incomplete [kernels] table: said once per build
             key = DecisionKey(text, self.globals_text, self.target, self.tool, self.options.policy,
                               tuple(self.pass_names), explicit=explicit)
             yield KernelJob(fn, index, len(self.todo), text, key)

@@ -44,7 +44,7 @@ def _prepare(run: ModuleRun, job: KernelJob, spec_for) -> bool:
             job.why_none = origin_or_reason
         return True
     from superopt.specs.sources import candidates_in_order
-    found = candidates_in_order(run.module, job.kernel, source=run.source, settings=run.settings,
+    found = candidates_in_order(run.module, job.kernel, source=run.source, unit=run.unit, settings=run.settings,
                                 capture=run.capture, search_minor=run.settings.flag("NVCC_PLUS_SEARCH_MINOR"),
                                 deadline=run.deadline)
     job.choices, job.share, job.notes, job.why_none = found.choices, found.share, list(found.notes), found.reason
