@@ -43,14 +43,19 @@ def build_id(env: dict[str, str]) -> str:
     return f"pgid-{pgid}" + (f"-{start}" if start else "")
 
 
+def marker_path(line: str, env: dict[str, str]) -> str:
+    """The marker of ``line`` in this build (OSError when the private folder is unusable)."""
+    import hashlib
+    digest = hashlib.sha256(line.encode("utf-8", "replace")).hexdigest()[:16]
+    return os.path.join(private_folder(env), f"said-{build_id(env)}-{digest}")
+
+
 def first_time(line: str, env: dict[str, str] | None = None) -> bool:
     """True for the first compilation of the build to say ``line`` (it then says it), False for
     the others."""
-    import hashlib
     env = os.environ if env is None else env
-    digest = hashlib.sha256(line.encode("utf-8", "replace")).hexdigest()[:16]
     try:
-        path = os.path.join(private_folder(env), f"said-{build_id(env)}-{digest}")
+        path = marker_path(line, env)
     except OSError:
         return True
     from superopt.store.private_dir import open_private
