@@ -50,9 +50,9 @@ def _console(stderr: bool = False):
     return console
 
 
-def _ptx_of(path: Path, arch: str, nvcc_args=()) -> str:
+def _ptx_of(path: Path, arch: str, nvcc_args=(), keep_dir=None) -> str:
     """PTX text of a .ptx or .cu file (see :func:`superopt.cli_input.ptx_input`)."""
-    return ptx_input(path, arch, nvcc_args)
+    return ptx_input(path, arch, nvcc_args, keep_dir=keep_dir)
 
 
 # Rows of the optimize table: a module of 20,000 kernels took a minute to draw, and no one
@@ -94,16 +94,25 @@ def optimize_command(file: Path, nvcc_args, kernels, budget, arch, backend, no_g
     found as a compilation of FILE finds it (superopt config --source FILE shows it).
     Exit 0 done; 2 bad input (FILE unreadable or not PTX, nvcc failed, a bad setting,
     an unusable lockfile, an output that cannot be written), with one line saying which."""
+    import tempfile
+
+    from superopt.cli_input import preprocessed_unit
+    if file.suffix == ".ptx" and nvcc_args:
+        raise BadInput(f"{' '.join(nvcc_args)}: what follows FILE goes to nvcc, which a .ptx input does not "
+                       f"run; put superopt's options (-o, --report, ...) before FILE")
+    with tempfile.TemporaryDirectory(prefix="superopt-keep-") as keep:
+        # nvcc's preprocessed unit: launch blocks as these flags (-D, #if, -I) make them
+        ptx = _ptx_of(file, arch, nvcc_args, keep_dir=keep if file.suffix != ".ptx" else None)
+        _optimize_file(file, ptx, preprocessed_unit(keep), kernels, budget, backend, no_gpu, report_dir, output)
+
+
+def _optimize_file(file: Path, ptx: str, unit: str | None, kernels, budget, backend, no_gpu, report_dir, output):
     from superopt.config.cli import project_config
     from superopt.config.resolved import Settings, SettingError
     from superopt.optimize import optimize_module
     from superopt.store.lockfile import LockfileError
 
     console = _console()
-    if file.suffix == ".ptx" and nvcc_args:
-        raise BadInput(f"{' '.join(nvcc_args)}: what follows FILE goes to nvcc, which a .ptx input does not "
-                       f"run; put superopt's options (-o, --report, ...) before FILE")
-    ptx = _ptx_of(file, arch, nvcc_args)
     config, _, _, problems = project_config(file)
     for p in problems:
         console.print(f"[yellow]warning:[/yellow] {p}")
@@ -115,7 +124,7 @@ def optimize_command(file: Path, nvcc_args, kernels, budget, arch, backend, no_g
     with console.status(f"optimizing {len(wanted) or len(module.kernels)} kernel(s) of {file.name} ...") as status:
         try:
             result = optimize_module(ptx, source=str(file), settings=settings, kernels=wanted or None,
-                                     progress=_KernelProgress(status, file.name))
+                                     progress=_KernelProgress(status, file.name), unit=unit)
         except (SettingError, LockfileError) as exc:
             raise BadInput(str(exc)) from None
     kernel_records = result.records["kernels"]

@@ -135,6 +135,24 @@ def test_shell_completion_is_documented_and_works():
     assert "_SUPEROPT_COMPLETE=bash_source" in (main.help or "")
 
 
+THREADS_CU = """#ifndef THREADS
+#define THREADS 256
+#endif
+__global__ void scale(float* y, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] *= 2.0f; }
+void run(float* y, int n) { scale<<<(n + THREADS - 1) / THREADS, THREADS>>>(y, n); }
+"""
+
+
+@needs_nvcc
+def test_optimize_reads_launch_blocks_as_its_flags_preprocess_them(env):
+    (env / "t.cu").write_text(THREADS_CU)
+    res = invoke("optimize", "--backend", "emulator", "--no-gpu", "estimate", "--budget", "1",
+                 "--report", env / "rep", "t.cu", "-DTHREADS=512")
+    assert res.exit_code == 0, res.output
+    (k,) = json.loads((env / "rep" / "t.cu.record.json").read_text())["kernels"]
+    assert [tuple(s["block"]) for s in k["spec"]] == [(512, 1, 1)]
+
+
 # ---- spec fixes checked before they are printed ---------------------------------------------
 
 @needs_nvcc
