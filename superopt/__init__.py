@@ -5,10 +5,7 @@ The driver (`nvcc_plus`) reaches this package through exactly one function,
 :mod:`superopt.store.discovery` on every compilation, which must stay cheap).
 """
 
-__all__ = ["OptimizeOutcome", "optimize_ptx", "load_ipython_extension", "__version__"]
-
-#: the distribution's version (pyproject.toml's; tests/driver/test_overhead.py checks they agree)
-__version__ = "0.1.0"
+__all__ = ["OptimizeOutcome", "optimize_ptx", "load_ipython_extension"]
 
 
 def load_ipython_extension(ipython) -> None:

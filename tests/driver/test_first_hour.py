@@ -261,3 +261,35 @@ def test_dthreads_512_gives_block_512(tmp_path):
     assert _judged_blocks(tmp_path, proj, ["-DTHREADS=512"], "d512")[0] == (512, 1, 1)
     assert _judged_blocks(tmp_path, proj, [], "plain")[0] == (256, 1, 1)
     assert _judged_blocks(tmp_path, proj, ["-DUSE_HEADER_BLOCK=1"], "hdr")[0] == (128, 1, 1)
+
+
+def test_a_queued_search_keeps_the_launches_of_the_unit(tmp_path, monkeypatch):
+    """NVCC_PLUS_SEARCH=deferred: the unit is gone when the runner searches, so the queue entry
+    keeps its user lines; another -D is another entry; the runner hands them over as the unit."""
+    from superopt.config.resolved import Settings
+    from superopt.decide import queue_runner
+    from superopt.store.queue import make_entry
+    text = "void run(float* y, int n) { scale<<<(n + 512 - 1) / 512, 512>>>(y, n); }"
+    a = make_entry("ptx", target="sm_90", source="t.cu", kernels=["k"], settings=Settings(), launches=text)
+    b = make_entry("ptx", target="sm_90", source="t.cu", kernels=["k"], settings=Settings(),
+                   launches=text.replace("512", "256"))
+    plain = make_entry("ptx", target="sm_90", source="t.cu", kernels=["k"], settings=Settings())
+    assert a["launches"] == text and "launches" not in plain
+    assert len({a["name"], b["name"], plain["name"]}) == 3
+    seen = {}
+
+    def fake(ptx, *, mode, source, target, config):
+        from superopt.specs.source_launches import launch_blocks, unit_launch_text
+        seen["blocks"] = launch_blocks(unit_launch_text(config["preprocessed"]))["scale"].blocks
+        from superopt.api import OptimizeOutcome
+        return OptimizeOutcome(ptx=ptx, changed=False)
+    monkeypatch.setattr("superopt.api.optimize_ptx", fake)
+    queue_runner.run_entry(a, tmp_path / "cache", deadline=None)
+    assert seen["blocks"] == ((512, 1, 1),)
+
+
+def test_the_records_version_is_the_distributions():
+    import tomllib
+    from superopt.store.record import NVCC_PLUS_VERSION, tool_info
+    project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"]
+    assert NVCC_PLUS_VERSION == project["version"] == tool_info()["nvcc_plus"]
