@@ -38,7 +38,6 @@ candidate (:func:`plain_access_problem`, from the access summary of
 from __future__ import annotations
 
 import math
-import os
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
@@ -62,7 +61,8 @@ TYPE_NAME = {1: "f16", 2: "bf16", 3: "f32", 4: "f64"}
 def max_records() -> int:
     """The most records a log may hold (``NVCC_PLUS_ATOMIC_LOG_MAX_RECORDS``, default 2**24)."""
     try:
-        return max(1, int(float(os.environ.get("NVCC_PLUS_ATOMIC_LOG_MAX_RECORDS", DEFAULT_MAX_RECORDS))))
+        from superopt.config.settings import env_value
+        return max(1, int(float(env_value("NVCC_PLUS_ATOMIC_LOG_MAX_RECORDS") or DEFAULT_MAX_RECORDS)))
     except ValueError:
         return DEFAULT_MAX_RECORDS
 

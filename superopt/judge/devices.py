@@ -116,7 +116,8 @@ def visible_devices(*, refresh: bool = False) -> list[Device]:
     """Every GPU CUDA shows this process, in ordinal order (cached per process).
     Raises :class:`NoDevice` with the reason when there is none."""
     global _ENUMERATED, _ENUM_ERROR
-    fake = os.environ.get("SUPEROPT_FAKE_GPUS")
+    from superopt.config.settings import env_value
+    fake = env_value("SUPEROPT_FAKE_GPUS")
     if fake:
         return _fake_devices(fake)
     with _ENUM_LOCK:
@@ -170,7 +171,8 @@ def driver_present() -> bool:
 
 def allowed_devices() -> list[Device]:
     """The GPUs searches may use here: the visible ones, restricted by NVCC_PLUS_GPUS."""
-    devs = select(visible_devices(), os.environ.get("NVCC_PLUS_GPUS"))
+    from superopt.config.settings import env_value
+    devs = select(visible_devices(), env_value("NVCC_PLUS_GPUS"))
     if not devs:
         raise NoDevice("no GPU: NVCC_PLUS_GPUS names none")
     return devs
@@ -281,7 +283,6 @@ def assign(*, deadline: float | None = None, devices: list[Device] | None = None
     """Choose the GPU this thread's search runs on, without holding it: each GPU step holds it
     (:func:`gpu_step`), waiting at most until ``deadline``. Yields the :class:`Device`.
     Raises :class:`NoDevice` when there is none."""
-    global _LAST
     held = current()
     if held is not None:
         yield held
@@ -289,8 +290,18 @@ def assign(*, deadline: float | None = None, devices: list[Device] | None = None
     devs = devices if devices is not None else allowed_devices()
     if not devs:
         raise NoDevice("no GPU to take")
-    dev = order(devs, _LAST)[0]
+    with _using(order(devs, _LAST)[0], deadline=deadline) as dev:
+        yield dev
+
+
+@contextmanager
+def _using(dev: Device, *, deadline: float | None = None, leased: bool = False):
+    """This thread's search runs on ``dev`` for the block (what assign and lease share): the
+    process's count of its users, and when the process moves to another GPU, the workers left
+    idle on the old one are closed."""
+    global _LAST
     _local.device, _local.deadline = dev, deadline
+    _local.leased_uuid = dev.uuid if leased else None
     with _HELD_LOCK:
         _HELD[dev.ordinal] = _HELD.get(dev.ordinal, 0) + 1
     switched = _LAST is not None and _LAST != dev
@@ -300,7 +311,7 @@ def assign(*, deadline: float | None = None, devices: list[Device] | None = None
             _close_idle_workers()
         yield dev
     finally:
-        _local.device = _local.deadline = None
+        _local.device = _local.deadline = _local.leased_uuid = None
         with _HELD_LOCK:
             _HELD[dev.ordinal] -= 1
 
@@ -347,7 +358,6 @@ def gpu_step(gpu: str, kind: str):
 def lease(*, deadline: float | None = None, devices: list[Device] | None = None):
     """Hold one free GPU for a block (re-entrant within a thread): yields the :class:`Device`.
     Raises :class:`NoDevice` when there is none and :class:`GpuBusy` past ``deadline``."""
-    global _LAST
     held = current()
     if held is not None:
         yield held
@@ -355,20 +365,11 @@ def lease(*, deadline: float | None = None, devices: list[Device] | None = None)
     devs = devices if devices is not None else allowed_devices()
     with _lease_phase():
         dev, fd = acquire(devs, deadline=deadline, prefer=_LAST)
-    _local.device, _local.leased_uuid = dev, dev.uuid
     held_since = time.perf_counter()
-    with _HELD_LOCK:
-        _HELD[dev.ordinal] = _HELD.get(dev.ordinal, 0) + 1
-    switched = _LAST is not None and _LAST != dev
-    _LAST = dev
     try:
-        if switched:
-            _close_idle_workers()
-        yield dev
+        with _using(dev, leased=True):
+            yield dev
     finally:
-        _local.device = _local.leased_uuid = None
-        with _HELD_LOCK:
-            _HELD[dev.ordinal] -= 1
         release(fd)
         from superopt.judge.phases import current as phases
         if phases() is not None:

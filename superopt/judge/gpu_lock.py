@@ -29,7 +29,8 @@ class LockTimeout(TimeoutError):
 
 
 def lock_dir() -> str:
-    d = os.environ.get("NVCC_PLUS_LOCK_DIR")
+    from superopt.config.settings import env_value
+    d = env_value("NVCC_PLUS_LOCK_DIR")
     if not d:
         xdg = os.environ.get("XDG_RUNTIME_DIR")
         d = (os.path.join(xdg, "nvcc-plus") if xdg and os.path.isdir(xdg)

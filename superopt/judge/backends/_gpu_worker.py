@@ -519,7 +519,8 @@ def main() -> None:
     _IN = os.dup(0)
     _OUT = os.dup(1)
     os.dup2(2, 1)
-    ordinal = int(os.environ.get("SUPEROPT_GPU_DEVICE", "0"))
+    from superopt.config.settings import env_value
+    ordinal = int(env_value("SUPEROPT_GPU_DEVICE") or "0")
     try:
         w = Worker(ordinal)
     except BaseException as e:  # noqa: BLE001

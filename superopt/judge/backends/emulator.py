@@ -46,7 +46,8 @@ def _pack_scalar(p) -> bytes:
 
 def _cap(var: str, default: int) -> int:
     try:
-        return max(1, int(float(os.environ.get(var, default))))
+        from superopt.config.settings import env_value
+        return max(1, int(float(env_value(var) or default)))
     except ValueError:
         return default
 
