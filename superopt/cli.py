@@ -431,3 +431,16 @@ main.add_command(dataset_group, "dataset")
 from superopt.generate.cli import generate_command  # noqa: E402
 
 main.add_command(generate_command, "generate")
+
+
+def _help_everywhere(group: click.Group) -> None:
+    """-h on every command itself, not only through main's context: click caches a command's help
+    option the first time it is built, and a command invoked on its own (a test's CliRunner, a
+    group run as a script) would otherwise cache --help alone."""
+    for cmd in group.commands.values():
+        cmd.context_settings = {**HELP_OPTIONS, **(cmd.context_settings or {})}
+        if isinstance(cmd, click.Group):
+            _help_everywhere(cmd)
+
+
+_help_everywhere(main)
