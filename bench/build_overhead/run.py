@@ -117,6 +117,9 @@ def main(argv: list[str] | None = None) -> int:
         # recompile its modules: a user's installed package has its bytecode cached.
         base = {k: v for k, v in os.environ.items()
                 if not k.startswith("NVCC_PLUS_") and k != "PYTHONDONTWRITEBYTECODE"}
+        # this checkout's nvcc-plus, whatever an installed console script would import otherwise
+        # (make runs in the project's folder: a relative PYTHONPATH would not reach it)
+        base["PYTHONPATH"] = os.pathsep.join([str(REPO)] + ([base["PYTHONPATH"]] if base.get("PYTHONPATH") else []))
         base["NVCCFLAGS"] = args.flags
         base["NVCC_PLUS_CACHE_DIR"] = args.cache_dir or str(tmp / "decision-cache")
         cold = dict(base, NVCC_PLUS_MODE="optimize", NVCC_PLUS_REAL_NVCC=args.nvcc, PYTHONDONTWRITEBYTECODE="1",
@@ -149,6 +152,8 @@ def main(argv: list[str] | None = None) -> int:
         "date": dt.datetime.now().isoformat(timespec="seconds"),
         "machine": machine(), **git_commit(),
         "python_bytecode_cache": "on (PYTHONDONTWRITEBYTECODE removed), except optimize-cold: off",
+        "nvcc_plus_from": subprocess.run([sys.executable, "-c", "import nvcc_plus; print(nvcc_plus.__file__)"],
+                                         env=base, capture_output=True, text=True, cwd=tempfile.gettempdir()).stdout.strip(),
         "nvcc": next((ln for ln in subprocess.run([args.nvcc, "--version"], capture_output=True,
                                                    text=True).stdout.splitlines() if "release" in ln), None),
         "project": {"files": args.files, "flags": args.flags, "jobs": args.jobs},
