@@ -58,6 +58,9 @@ def _ptx_of(path: Path, arch: str, nvcc_args=(), keep_dir=None) -> str:
 # Rows of the optimize table: a module of 20,000 kernels took a minute to draw, and no one
 # reads that many rows (the record holds them all).
 MAX_TABLE_ROWS = 200
+# Seconds the spec fixes of one file may take to check on the emulator (each takes about 0.3 s);
+# the fixes past it are printed saying they were not checked.
+FIX_CHECK_S = 60.0
 
 
 class _KernelProgress:
@@ -194,6 +197,8 @@ def _print_spec_fixes(console, module, kernels: list[dict], file: Path, ptx: str
     if ptx is None:
         import ptx_ir
         ptx = ptx_ir.emit(module)
+    import time
+    deadline = time.monotonic() + FIX_CHECK_S
     for k in kernels:
         if not _not_verifiable(k):
             continue
@@ -201,7 +206,7 @@ def _print_spec_fixes(console, module, kernels: list[dict], file: Path, ptx: str
         console.print(f"\n[bold]{escape(str(file))}: kernel {escape(k.get('signature') or k['kernel'])}[/bold] "
                       f"is not verifiable ({escape(why)}); nvcc's code is kept.")
         try:
-            fix = checked_fix(ptx, module, k["kernel"], source_text)
+            fix = checked_fix(ptx, module, k["kernel"], source_text, deadline=deadline)
         except Exception as exc:  # noqa: BLE001 - the fix is advice; its failure must not hide the table
             console.print(f"  (no template: {type(exc).__name__}: {exc}; see docs/launch-specs.md)", markup=False)
             continue

@@ -58,11 +58,16 @@ class CheckedFix:
         return "\n".join(lines)
 
 
-def checked_fix(ptx: str, module, kernel: str, source_text: str | None = None) -> CheckedFix:
-    """The spec template of ``kernel`` and whether nvcc's own code (``ptx``) runs under it."""
+def checked_fix(ptx: str, module, kernel: str, source_text: str | None = None, *,
+                deadline: float | None = None) -> CheckedFix:
+    """The spec template of ``kernel`` and whether nvcc's own code (``ptx``) runs under it.
+    ``deadline`` (time.monotonic()): past it the fix is not checked, and says so."""
     tmpl = spec_template(module, kernel, source_text)
     out = CheckedFix(tmpl)
     if tmpl.cannot:
+        return out
+    if deadline is not None and time.monotonic() > deadline:
+        out.not_checked = "the time for checking this file's fixes is spent"
         return out
     from superopt.judge.backends.base import BackendUnavailable, get_backend
     try:
@@ -80,7 +85,7 @@ def checked_fix(ptx: str, module, kernel: str, source_text: str | None = None) -
     if failure is None:
         return out
     out.failure = failure
-    out.unknown, out.describable = _unknown(ptx, fn, tmpl, table)
+    out.unknown, out.describable = _unknown(ptx, fn, tmpl, table, deadline)
     return out
 
 
@@ -129,7 +134,7 @@ def _writes_nothing(runs) -> bool:
     return True
 
 
-def _unknown(ptx: str, fn, tmpl: SpecTemplate, table: dict) -> tuple[list[str], bool]:
+def _unknown(ptx: str, fn, tmpl: SpecTemplate, table: dict, deadline: float | None) -> tuple[list[str], bool]:
     """(what is unknown, one item per parameter; whether a launch spec can give it)."""
     from superopt.specs.facts import param_infos
     infos = param_infos(fn)
@@ -142,13 +147,13 @@ def _unknown(ptx: str, fn, tmpl: SpecTemplate, table: dict) -> tuple[list[str], 
                        f"describe yet (a buffer of {p['type']} values read as addresses)")
     if out:
         return out, False
-    out = _short_buffers(ptx, fn, table) or [g for g in tmpl.guessed if "'s bytes" in g or "'s value" in g]
+    out = _short_buffers(ptx, fn, table, deadline) or [g for g in tmpl.guessed if "'s bytes" in g or "'s value" in g]
     if out:
         return out, True
     return [f"the guesses ({'; '.join(tmpl.guessed)}) do not describe how the program launches it"], True
 
 
-def _short_buffers(ptx: str, fn, table: dict) -> list[str]:
+def _short_buffers(ptx: str, fn, table: dict, deadline: float | None = None) -> list[str]:
     """Buffers nvcc's code reads or writes past their guessed length: each run again alone made
     ``LENGTH_FACTOR`` times larger; one under which the code runs cleanly is named."""
     import copy
@@ -157,7 +162,7 @@ def _short_buffers(ptx: str, fn, table: dict) -> list[str]:
     for i, p in enumerate(table["params"]):
         if p.get("kind") != "buffer":
             continue
-        if time.monotonic() - started > BLAME_BUDGET_S:
+        if time.monotonic() - started > BLAME_BUDGET_S or (deadline is not None and time.monotonic() > deadline):
             break
         bigger = copy.deepcopy(table)
         bigger["params"][i]["length"] = f"{LENGTH_FACTOR}*({p['length']})"

@@ -193,3 +193,16 @@ def test_a_fix_nvccs_code_runs_under_is_printed_whole(env):
     fix = checked_fix(ptx, module, module.kernels[0].name, SAXPY_CU)
     assert fix.checked and fix.failure is None and fix.unknown == []
     assert "// nvcc-plus: grid=cdiv(n,256) block=256 n=4096 a=1.5 x:f32[n] in y:f32[n] inout" in fix.text()
+
+
+@needs_nvcc
+def test_the_fix_check_stops_at_its_time_limit_and_says_so(env):
+    import time
+
+    import ptx_ir
+    from superopt.judge.spec_fix import checked_fix
+    ptx = _ptx(env, "rows", ROWS_CU).read_text()
+    module = ptx_ir.parse(ptx)
+    fix = checked_fix(ptx, module, module.kernels[0].name, ROWS_CU, deadline=time.monotonic() - 1)
+    assert not fix.checked and fix.failure is None
+    assert fix.text().endswith("(not checked on the emulator: the time for checking this file's fixes is spent)")
