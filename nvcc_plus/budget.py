@@ -23,14 +23,18 @@ import time
 STALE_S = 24 * 3600
 
 
+def private_folder(env: dict[str, str]) -> str:
+    """The owner-checked private folder of the builds' ledgers (and of nvcc_plus.once's markers)."""
+    from superopt.store.private_dir import private_dir   # owner check, no symlinks
+    base = env.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
+    return private_dir(os.path.join(base, f"nvcc-plus-budget-{os.geteuid()}"))
+
+
 def ledger_path(env: dict[str, str]) -> str:
     named = env.get("NVCC_PLUS_BUILD_LEDGER")
     if named:
         return named
-    from superopt.store.private_dir import private_dir   # owner check, no symlinks
-    base = env.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
-    folder = private_dir(os.path.join(base, f"nvcc-plus-budget-{os.geteuid()}"))
-    return os.path.join(folder, f"pgid-{os.getpgrp()}.json")
+    return os.path.join(private_folder(env), f"pgid-{os.getpgrp()}.json")
 
 
 class Ledger:

@@ -85,7 +85,9 @@ def _progress(v: object, where: str, problems: list[str], current: str) -> str:
         return "on" if _truthy(v) else "off"
     if text in PROGRESS:
         return text
-    problems.append(f"{where}: progress {v!r} is not one of {', '.join(PROGRESS)}; using {current}")
+    from superopt.config.settings import did_you_mean
+    problems.append(f"{where}: progress {v!r} is not one of {', '.join(PROGRESS)}{did_you_mean(text, PROGRESS)}; "
+                    f"using {current}")
     return current
 
 
@@ -157,7 +159,8 @@ def load(plus: dict[str, str] | None = None, env: dict[str, str] | None = None,
 
     cfg.mode = cfg.mode.lower()
     if cfg.mode not in MODES:
+        from superopt.config.settings import did_you_mean
         cfg.problems.append(f"unknown mode {cfg.mode!r} from {mode_src} "
-                            f"(expected {', '.join(MODES)}); running nvcc unchanged")
+                            f"(expected {', '.join(MODES)}){did_you_mean(cfg.mode, MODES)}; running nvcc unchanged")
         cfg.mode = "off"
     return cfg

@@ -9,7 +9,8 @@ Step kinds (each a :class:`Command`):
 * ``rm``       nvcc deletes a file itself (failures ignored, nothing printed)
 * ``cicc``     writes a PTX module (``-o X.ptx``): the swap point
 * ``depfile``  ``-- Filter Dependencies -- > f.d`` (from -MD/-MMD): not replayable as such
-* ``cmd``      anything else, run by ``sh -c`` in the caller's working directory
+* ``cmd``      anything else, run by ``sh -c`` in the caller's working directory (``cudafe++``'s
+  input, the preprocessed unit, is noted: launch blocks are read from it)
 A line that starts with ``--`` and is not the dependency filter makes the plan unreplayable.
 """
 from __future__ import annotations
@@ -36,6 +37,7 @@ class Command:
     arch: str | None = None        # cicc: compute_XX
     source: str | None = None      # cicc: --orig_src_file_name (as the user wrote it)
     source_path: str | None = None  # cicc: --orig_src_path_name (absolute)
+    unit: str | None = None        # cudafe++: the preprocessed unit it reads (the host gcc -E's output)
 
     @property
     def tool(self) -> str:
@@ -56,6 +58,12 @@ class Plan:
     @property
     def cicc_steps(self) -> list[Command]:
         return [s for s in self.steps if s.kind == "cicc"]
+
+    @property
+    def host_unit(self) -> str | None:
+        """The preprocessed translation unit nvcc's host ``gcc -E`` step writes (cudafe++ reads
+        it): macros expanded with the build's -D flags, #if branches taken, headers included."""
+        return next((s.unit for s in self.steps if s.unit), None)
 
     @property
     def depfile_steps(self) -> list[Command]:
@@ -102,6 +110,8 @@ def classify_line(index: int, line: str) -> Command:
             return Command(index, "cicc", line, ptx=out, arch=_opt_value(tokens, "-arch"),
                         source=_opt_value(tokens, "--orig_src_file_name"),
                         source_path=_opt_value(tokens, "--orig_src_path_name"))
+    if prog == "cudafe++" and tokens[-1].endswith(".ii"):
+        return Command(index, "cmd", line, unit=tokens[-1])
     return Command(index, "cmd", line)
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 USAGE = """\
 nvcc-plus: a drop-in nvcc that super-optimizes the PTX of every kernel it compiles,
 verifies each rewrite against nvcc's code and keeps only measured wins.
+nvcc-plus --plus-version prints its own version; --version and --help are nvcc's
+(CMake reads --version to identify the compiler).
 
 Usage:
   nvcc-plus NVCC-ARGS...                compiler mode (make NVCC=nvcc-plus,

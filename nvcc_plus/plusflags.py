@@ -40,6 +40,16 @@ def split_plus_flags(argv: list[str]) -> tuple[list[str], dict[str, str], list[s
         elif key in PLUS_FLAGS_BOOL or key in PLUS_FLAGS_INFO:
             found[key] = val if eq else "1"
         else:
-            problems.append(f"unknown option {tok} ignored")
+            problems.append(f"unknown option {tok} ignored{_did_you_mean(key)}")
         i += 1
     return rest, found, problems
+
+
+def _did_you_mean(key: str) -> str:
+    """`` (did you mean --plus-mode?)`` for a mistyped flag (``--plus-mod=off``)."""
+    import difflib
+    known = sorted(PLUS_FLAGS_WITH_VALUE | PLUS_FLAGS_BOOL | PLUS_FLAGS_INFO)
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    if not close:
+        return " (nvcc-plus --plus-help lists its flags)"
+    return f" (did you mean {PLUS_PREFIX}{close[0]}?)"

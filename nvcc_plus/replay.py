@@ -46,6 +46,7 @@ class _State:
     kept: list[tuple[planmod.Command, swap.SwapResult]] = field(default_factory=list)
     fallbacks: list[tuple[str, str, str | None, str | None]] = field(default_factory=list)
     dep_procs: list = field(default_factory=list)
+    build_notes: list[str] = field(default_factory=list)   # said once per build (nvcc_plus.once)
 
 
 def _write(fd: int, data: bytes) -> None:
@@ -135,6 +136,10 @@ class Replayer:
         t0 = time.monotonic()
         timeout, deadline = self._limits(source)
         config = self.cfg.optimizer_config()
+        unit = self.plan.host_unit
+        if unit and os.path.isfile(unit):
+            # the launches of the kernels as this build preprocesses them (-D, #if, includes)
+            config["preprocessed"] = os.path.abspath(unit)
         view = None
         if self.cfg.mode == "optimize" and progress_view.wanted(self.cfg.progress):
             view = progress_view.ProgressView(f"{os.path.basename(source)} {step.arch or ''}".strip())
@@ -150,6 +155,15 @@ class Replayer:
         if self.cfg.verbose:
             self.log.info(f"{source}: optimizer on {step.arch} took {seconds:.2f} s"
                           f" ({'changed' if res.changed else 'unchanged'})")
+        for note in res.build_notes:
+            if note not in st.build_notes:
+                st.build_notes.append(note)
+        if res.error and res.build_wide:
+            # a bad setting: the same for every file and architecture of the build, said once
+            note = f"{res.error}; nvcc's own PTX is used"
+            if note not in st.build_notes:
+                st.build_notes.append(note)
+            return
         if res.error:
             st.fallbacks.append((source, res.error, res.kernel, step.arch))
             return
@@ -211,6 +225,7 @@ class Replayer:
                 _write(2, err)
             self._report_kept()
         self._report_fallbacks()
+        self._report_build_notes()
         dep_rc, dep_err = self._wait_deps()
         if rc == 0 and dep_rc != 0:
             self.log.line(self.cmd.cuda_inputs()[0] if self.cmd.cuda_inputs() else "nvcc-plus",
@@ -262,6 +277,15 @@ class Replayer:
         for (source, error, kernel), archs in grouped.items():
             what = (f"kernel {kernel}: " if kernel else "") + error
             self.log.line(source, f"{what} ({', '.join(archs)}); using nvcc's own PTX")
+
+    def _report_build_notes(self) -> None:
+        """Lines true of the whole build: the first compilation of the build to have one says it."""
+        if not self.state.build_notes:
+            return
+        from nvcc_plus import once
+        for note in self.state.build_notes:
+            if once.first_time(note, self.base_env):
+                self.log.line(None, note)
 
     def _wait_deps(self) -> tuple[int, bytes]:
         rc, err = 0, b""

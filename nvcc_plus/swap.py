@@ -36,6 +36,8 @@ class SwapResult:
     messages: list[str] = field(default_factory=list)
     records: list[dict] = field(default_factory=list)
     record_paths: list[str] = field(default_factory=list)   # record files the optimizer wrote
+    build_notes: list[str] = field(default_factory=list)    # lines said once per build (nvcc_plus.once)
+    build_wide: bool = False          # the error is the build's, not this file's (a bad setting)
 
 
 def resolve_optimizer(spec: str | None):
@@ -57,7 +59,17 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, OptimizerTimeout):
         return str(exc)
     msg = one_line(str(exc))
+    if is_setting_error(exc):
+        # the user's configuration, not a crash: the message names the setting and its values
+        return f"configuration error: {msg}"
     return f"optimizer raised {type(exc).__name__}" + (f": {msg}" if msg else "")
+
+
+def is_setting_error(exc: BaseException) -> bool:
+    """A value of a setting nvcc-plus does not accept (superopt.config.settings.SettingError):
+    the same for every file of the build."""
+    from superopt.config.settings import SettingError
+    return isinstance(exc, SettingError)
 
 
 # Names the host stub relies on: kernels, functions and module-scope variables (the stub
@@ -164,6 +176,7 @@ def swap_file(path: str, *, optimizer, mode: str, source: str | None, target: st
         if partial is None or not isinstance(getattr(partial, "ptx", None), str):
             res.error = describe(exc)
             res.kernel = getattr(exc, "kernel", None)
+            res.build_wide = is_setting_error(exc)
             return res
         # The hard limit stopped a search: the kernels decided before it were verified and
         # measured, so they are applied; the rest keep nvcc's code.
@@ -179,6 +192,7 @@ def swap_file(path: str, *, optimizer, mode: str, source: str | None, target: st
         res.messages.insert(0, one_line(f"{stopped}; the kernels decided before it are used, the others keep "
                                         "nvcc's code"))
     res.records = list(getattr(outcome, "records", None) or [])
+    res.build_notes = [one_line(m, 1000) for m in (getattr(outcome, "build_notes", None) or [])]
     res.record_paths = [str(p) for p in (getattr(outcome, "record_paths", None) or [])]
     if new == text:
         return res

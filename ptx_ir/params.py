@@ -39,11 +39,39 @@ def demangle(name: str) -> str | None:
     if not name.startswith("_Z"):
         return None
     try:
-        import cxxfilt
-        text = cxxfilt.demangle(name)
+        text = _demangler()(name)
     except Exception:
         return None
-    return None if text == name else text
+    return None if not text or text == name else text
+
+
+@lru_cache(maxsize=1)
+def _demangler():
+    """``__cxa_demangle`` of the C++ runtime the interpreter has loaded or can load by its usual
+    name; cxxfilt's where that fails. (Importing cxxfilt looks its libraries up with
+    ``ctypes.util.find_library``, which runs ``ldconfig -p``: a process per compilation.)"""
+    import ctypes
+    try:
+        libcxx = ctypes.CDLL("libstdc++.so.6")
+        libc = ctypes.CDLL(None)
+        cxa, free = libcxx.__cxa_demangle, libc.free
+    except (OSError, AttributeError):
+        import cxxfilt
+        return cxxfilt.demangle
+    cxa.restype = ctypes.c_void_p
+    cxa.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)]
+    free.argtypes = [ctypes.c_void_p]
+
+    def run(name: str) -> str | None:
+        status = ctypes.c_int()
+        out = cxa(name.encode(), None, None, ctypes.byref(status))
+        if not out:
+            return None
+        try:
+            return ctypes.string_at(out).decode("utf-8", "replace") if status.value == 0 else None
+        finally:
+            free(out)
+    return run
 
 
 def signature_types(demangled: str) -> list[str] | None:

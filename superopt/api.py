@@ -24,6 +24,9 @@ class OptimizeOutcome:
     # Where those records were written (NVCC_PLUS_REPORT_DIR), so that a driver that does not
     # use the rewrite after all (a later tool rejects it) can say so in them.
     record_paths: list[str] = field(default_factory=list)
+    # Lines true of the whole build rather than of this module (no GPU and no lockfile, an
+    # invalid [kernels] table of nvcc-plus.toml): the driver says each once per build.
+    build_notes: list[str] = field(default_factory=list)
 
 
 def optimize_ptx(ptx: str, *, mode: str = "optimize", source: str | None = None,
@@ -34,7 +37,9 @@ def optimize_ptx(ptx: str, *, mode: str = "optimize", source: str | None = None,
     ``source`` is the .cu file it came from and ``target`` its virtual architecture
     (``compute_90``), both for messages, records and the cache key. ``config``: the driver's
     dict (the nvcc-plus.toml document with ``config_path``; ``overrides``: flags by toml key; the
-    run's ``deadline`` and ``progress`` observer) or a :class:`superopt.config.resolved.Settings`.
+    run's ``deadline`` and ``progress`` observer; ``preprocessed``: the path of the translation
+    unit as nvcc preprocessed it, launch blocks are read from it) or a
+    :class:`superopt.config.resolved.Settings`.
     """
     if mode not in MODES:
         raise ValueError(f"unknown nvcc-plus mode {mode!r} (expected one of {', '.join(MODES)})")
@@ -57,7 +62,8 @@ def optimize_ptx(ptx: str, *, mode: str = "optimize", source: str | None = None,
     settings = Settings.from_config(config)
     try:
         result = optimize_module(ptx, target=target, source=source, settings=settings,
-                                 deadline=cfg.get("deadline"), progress=cfg.get("progress"))
+                                 deadline=cfg.get("deadline"), progress=cfg.get("progress"),
+                                 unit=cfg.get("preprocessed"))
     except BaseException as exc:
         partial = getattr(exc, "partial", None)
         if partial is not None:
@@ -81,7 +87,8 @@ def _outcome(result, ptx: str, source: str | None, settings) -> OptimizeOutcome:
     # text in the cubin, so even whitespace would show).
     return OptimizeOutcome(ptx=result.ptx if result.changed else ptx, changed=result.changed,
                            messages=result.messages, records=[result.records],
-                           record_paths=[saved] if saved else [])
+                           record_paths=[saved] if saved else [],
+                           build_notes=list(getattr(result, "build_notes", None) or []))
 
 
 def _save_records(records: dict, source: str | None, folder: str | None) -> str | None:

@@ -10,10 +10,17 @@ import click
 from superopt.cli_input import BadInput, FiniteFloat, SafeGroup, parse_ptx, ptx_input, read_input, write_output
 
 
-@click.group(cls=SafeGroup)
+# -h as well as --help, for every command (click hands a group's help options to its commands).
+HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
+
+
+@click.group(cls=SafeGroup, context_settings=HELP_OPTIONS)
 @click.version_option(package_name="nvcc-plus")
 def main() -> None:
-    """superopt: optimize, verify and measure PTX kernels."""
+    """superopt: optimize, verify and measure PTX kernels.
+
+    Shell completion (click's): eval "$(_SUPEROPT_COMPLETE=bash_source superopt)" in ~/.bashrc
+    (zsh_source in ~/.zshrc, fish_source for fish)."""
 
 
 from superopt.judge.verify_cli import verify_command
@@ -25,19 +32,35 @@ main.add_command(capture_command, "capture")
 main.add_command(tune_command, "tune")
 
 
-def _console():
+# Width of the output when it is not a terminal and COLUMNS does not say: rich's default of 80
+# clipped the tables of a piped `superopt optimize` (`kept-baseli…`).
+PIPED_WIDTH = 120
+
+
+def _console(stderr: bool = False):
+    """The commands' console. Nothing it prints is cut: table cells fold (break inside a word
+    rather than end in `…`), long messages wrap, at whatever width (a terminal's, COLUMNS, or
+    PIPED_WIDTH when piped)."""
+    import os
+
     from rich.console import Console
-    return Console(stderr=False, highlight=False)
+    console = Console(stderr=stderr, highlight=False)
+    if not console.is_terminal and not os.environ.get("COLUMNS", "").isdigit():
+        console = Console(stderr=stderr, highlight=False, width=PIPED_WIDTH)
+    return console
 
 
-def _ptx_of(path: Path, arch: str, nvcc_args=()) -> str:
+def _ptx_of(path: Path, arch: str, nvcc_args=(), keep_dir=None) -> str:
     """PTX text of a .ptx or .cu file (see :func:`superopt.cli_input.ptx_input`)."""
-    return ptx_input(path, arch, nvcc_args)
+    return ptx_input(path, arch, nvcc_args, keep_dir=keep_dir)
 
 
 # Rows of the optimize table: a module of 20,000 kernels took a minute to draw, and no one
 # reads that many rows (the record holds them all).
 MAX_TABLE_ROWS = 200
+# Seconds the spec fixes of one file may take to check on the emulator (each takes about 0.3 s);
+# the fixes past it are printed saying they were not checked.
+FIX_CHECK_S = 60.0
 
 
 class _KernelProgress:
@@ -74,18 +97,25 @@ def optimize_command(file: Path, nvcc_args, kernels, budget, arch, backend, no_g
     found as a compilation of FILE finds it (superopt config --source FILE shows it).
     Exit 0 done; 2 bad input (FILE unreadable or not PTX, nvcc failed, a bad setting,
     an unusable lockfile, an output that cannot be written), with one line saying which."""
-    from rich.table import Table
+    import tempfile
 
+    from superopt.cli_input import preprocessed_unit
+    if file.suffix == ".ptx" and nvcc_args:
+        raise BadInput(f"{' '.join(nvcc_args)}: what follows FILE goes to nvcc, which a .ptx input does not "
+                       f"run; put superopt's options (-o, --report, ...) before FILE")
+    with tempfile.TemporaryDirectory(prefix="superopt-keep-") as keep:
+        # nvcc's preprocessed unit: launch blocks as these flags (-D, #if, -I) make them
+        ptx = _ptx_of(file, arch, nvcc_args, keep_dir=keep if file.suffix != ".ptx" else None)
+        _optimize_file(file, ptx, preprocessed_unit(keep), kernels, budget, backend, no_gpu, report_dir, output)
+
+
+def _optimize_file(file: Path, ptx: str, unit: str | None, kernels, budget, backend, no_gpu, report_dir, output):
     from superopt.config.cli import project_config
     from superopt.config.resolved import Settings, SettingError
     from superopt.optimize import optimize_module
     from superopt.store.lockfile import LockfileError
 
     console = _console()
-    if file.suffix == ".ptx" and nvcc_args:
-        raise BadInput(f"{' '.join(nvcc_args)}: what follows FILE goes to nvcc, which a .ptx input does not "
-                       f"run; put superopt's options (-o, --report, ...) before FILE")
-    ptx = _ptx_of(file, arch, nvcc_args)
     config, _, _, problems = project_config(file)
     for p in problems:
         console.print(f"[yellow]warning:[/yellow] {p}")
@@ -97,29 +127,22 @@ def optimize_command(file: Path, nvcc_args, kernels, budget, arch, backend, no_g
     with console.status(f"optimizing {len(wanted) or len(module.kernels)} kernel(s) of {file.name} ...") as status:
         try:
             result = optimize_module(ptx, source=str(file), settings=settings, kernels=wanted or None,
-                                     progress=_KernelProgress(status, file.name))
+                                     progress=_KernelProgress(status, file.name), unit=unit)
         except (SettingError, LockfileError) as exc:
             raise BadInput(str(exc)) from None
-    table = Table(title=f"superopt: {file.name}")
-    for col in ("kernel", "status", "winner", "speedup", "candidates", "reason"):
-        table.add_column(col)
     kernel_records = result.records["kernels"]
-    for k in kernel_records[:MAX_TABLE_ROWS]:
-        cands = k.get("candidates", [])
-        win = next((c for c in cands if c["fate"] in ("winner", "estimate-winner")), None)
-        speed = f"{win['speedup']:.2f}x" if win and win.get("speedup") else "-"
-        table.add_row(k.get("signature") or k["kernel"], k["status"] or "-", k.get("winner") or "-",
-                      speed, str(len(cands)), (k.get("reason") or "")[:90])
-    console.print(table)
+    console.print(_optimize_table(file, kernel_records[:MAX_TABLE_ROWS]))
+    _print_reasons(console, kernel_records[:MAX_TABLE_ROWS])
     if len(kernel_records) > MAX_TABLE_ROWS:
         from collections import Counter
         rest = Counter(str(k["status"]) for k in kernel_records[MAX_TABLE_ROWS:])
         console.print(f"... and {len(kernel_records) - MAX_TABLE_ROWS} more kernel(s): "
                       + ", ".join(f"{n} {s}" for s, n in rest.most_common())
                       + " (--report DIR writes the record of every kernel)")
-    for m in result.messages:
-        console.print(f"[yellow]note:[/yellow] {m}")
-    _print_spec_fixes(console, module, kernel_records, file)
+    from rich.markup import escape
+    for m in result.messages + list(result.build_notes):
+        console.print(f"[yellow]note:[/yellow] {escape(m)}")
+    _print_spec_fixes(console, module, kernel_records, file, ptx)
     if output:
         write_output(output, result.ptx, "optimized PTX")
         console.print(f"optimized PTX written to {output}")
@@ -131,26 +154,64 @@ def optimize_command(file: Path, nvcc_args, kernels, budget, arch, backend, no_g
         console.print(f"record written to {path}")
 
 
+def _optimize_table(file: Path, kernels: list[dict]):
+    """One row per kernel; every cell folds rather than being cut (the reasons, whole sentences,
+    follow the table: _print_reasons)."""
+    from rich.table import Table
+    table = Table(title=f"superopt: {file.name}")
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("kernel", overflow="fold", ratio=1)
+    table.add_column("status", no_wrap=True)            # at most 14 characters: never broken
+    table.add_column("winner", overflow="fold")
+    table.add_column("speedup", no_wrap=True)
+    table.add_column("tried", justify="right", no_wrap=True)     # candidates
+    for i, k in enumerate(kernels, 1):
+        cands = k.get("candidates", [])
+        win = next((c for c in cands if c["fate"] in ("winner", "estimate-winner")), None)
+        speed = f"{win['speedup']:.2f}x" if win and win.get("speedup") else "-"
+        table.add_row(str(i), k.get("signature") or k["kernel"], k["status"] or "-", k.get("winner") or "-",
+                      speed, str(len(cands)))
+    return table
+
+
+def _print_reasons(console, kernels: list[dict]) -> None:
+    """Why each kernel got its status, in full (a table cell cut it at 90 characters)."""
+    from rich.markup import escape
+    for i, k in enumerate(kernels, 1):
+        if k.get("reason"):
+            console.print(f"{i}. {escape(k.get('signature') or k['kernel'])}: {escape(str(k['reason']))}")
+
+
 def _not_verifiable(k: dict) -> bool:
     return k.get("status") == "not-verifiable" or str(k.get("reason") or "").startswith("not verifiable")
 
 
-def _print_spec_fixes(console, module, kernels: list[dict], file: Path) -> None:
-    """For each kernel that could not be verified: why, and the exact spec to add."""
-    from superopt.specs.template import spec_template
+def _print_spec_fixes(console, module, kernels: list[dict], file: Path, ptx: str | None = None) -> None:
+    """For each kernel that could not be verified: why, and the exact spec to add, checked first:
+    nvcc's own code (``ptx``) must run under it on the emulator, else what is unknown is printed
+    instead (superopt.judge.spec_fix)."""
+    from rich.markup import escape
+
+    from superopt.judge.spec_fix import checked_fix
     source_text = read_input(file, "CUDA source", errors="replace") if file.suffix != ".ptx" else None
+    if ptx is None:
+        import ptx_ir
+        ptx = ptx_ir.emit(module)
+    import time
+    deadline = time.monotonic() + FIX_CHECK_S
     for k in kernels:
         if not _not_verifiable(k):
             continue
         why = str(k.get("reason") or "no launch spec").removeprefix("not verifiable: ")
-        console.print(f"\n[bold]{file}: kernel {k.get('signature') or k['kernel']}[/bold] is not verifiable "
-                      f"({why}); nvcc's code is kept.")
+        console.print(f"\n[bold]{escape(str(file))}: kernel {escape(k.get('signature') or k['kernel'])}[/bold] "
+                      f"is not verifiable ({escape(why)}); nvcc's code is kept.")
         try:
-            tmpl = spec_template(module, k["kernel"], source_text)
+            fix = checked_fix(ptx, module, k["kernel"], source_text, deadline=deadline)
         except Exception as exc:  # noqa: BLE001 - the fix is advice; its failure must not hide the table
-            console.print(f"  (no template: {type(exc).__name__}: {exc}; see docs/launch-specs.md)")
+            console.print(f"  (no template: {type(exc).__name__}: {exc}; see docs/launch-specs.md)", markup=False)
             continue
-        console.print(tmpl.text(), markup=False)
+        # soft_wrap: lines to paste are never broken at the console's width
+        console.print(fix.text(), markup=False, soft_wrap=True)
 
 
 def _resolve_kernels(module, names) -> list[str]:
@@ -256,7 +317,6 @@ def try_command(pass_file: Path, targets, backend, arch, json_out, strict):
     verified), 2 when the pass file cannot be read or loaded (a file of --on that cannot
     be read is a row "unreadable"). A rewrite of a kernel without a launch spec is only assembled: it is
     counted apart, never as passing."""
-    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
@@ -280,7 +340,7 @@ def try_command(pass_file: Path, targets, backend, arch, json_out, strict):
         files.extend(sorted(p for p in t.rglob("*") if p.suffix in (".ptx", ".cu")) if t.is_dir() else [t])
     judge = BackendJudge(backend)
     rows = []
-    err = Console(stderr=True, highlight=False)
+    err = _console(stderr=True)
     progress = Progress(TextColumn("{task.description}"), BarColumn(bar_width=20), MofNCompleteColumn(),
                         TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal)
     with progress:
@@ -291,10 +351,10 @@ def try_command(pass_file: Path, targets, backend, arch, json_out, strict):
             progress.advance(task)
     table = Table(title=f"superopt try {pass_file.name} ({judge.backend})")
     for col in ("file", "kernel", "pass", "fate", "speedup", "reason"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")          # folded, never cut
     for r in rows:
         sp = f"{r['speedup']:.2f}x" if r.get("speedup") else "-"
-        table.add_row(Path(r["file"]).name, r["kernel"][:40], r["pass"], r["fate"], sp, (r.get("reason") or "")[:70])
+        table.add_row(Path(r["file"]).name, r["kernel"], r["pass"], r["fate"], sp, r.get("reason") or "")
     console.print(table)
     counts = try_counts(rows)
     console.print(try_summary(counts))
@@ -376,3 +436,16 @@ main.add_command(dataset_group, "dataset")
 from superopt.generate.cli import generate_command  # noqa: E402
 
 main.add_command(generate_command, "generate")
+
+
+def _help_everywhere(group: click.Group) -> None:
+    """-h on every command itself, not only through main's context: click caches a command's help
+    option the first time it is built, and a command invoked on its own (a test's CliRunner, a
+    group run as a script) would otherwise cache --help alone."""
+    for cmd in group.commands.values():
+        cmd.context_settings = {**HELP_OPTIONS, **(cmd.context_settings or {})}
+        if isinstance(cmd, click.Group):
+            _help_everywhere(cmd)
+
+
+_help_everywhere(main)

@@ -73,7 +73,7 @@ def require_regular(path, what: str) -> None:
         raise BadInput(f"{path}: cannot read the {what}: {_why(exc)}") from None
 
 
-def ptx_input(path, arch: str = "sm_90", nvcc_args=()) -> str:
+def ptx_input(path, arch: str = "sm_90", nvcc_args=(), keep_dir=None) -> str:
     """PTX text of a .ptx file (read as an input), or of a .cu file compiled by nvcc
     (:func:`ptx_from_file`; the file must be a regular file, nvcc would
     wait on a FIFO); nvcc's failure is :class:`BadInput` with its messages."""
@@ -81,7 +81,7 @@ def ptx_input(path, arch: str = "sm_90", nvcc_args=()) -> str:
         return read_input(path, "PTX")
     require_regular(path, "CUDA source")
     try:
-        return ptx_from_file(Path(path), arch, nvcc_args)
+        return ptx_from_file(Path(path), arch, nvcc_args, keep_dir=keep_dir)
     except PtxSourceError as exc:
         raise BadInput(str(exc)) from None
 
@@ -152,10 +152,12 @@ class PtxSourceError(RuntimeError):
     """nvcc could not make PTX of a .cu file."""
 
 
-def ptx_from_file(path: Path, arch: str, nvcc_args: tuple | list = ()) -> str:
+def ptx_from_file(path: Path, arch: str, nvcc_args: tuple | list = (), keep_dir=None) -> str:
     """PTX text of a .ptx file, or of a .cu file compiled with the real nvcc (``-arch=arch -O3``
     unless ``nvcc_args`` give their own; ``nvcc_args`` are the user's compiler flags: ``-I``,
-    ``-D``, ``-std``, ...); raises :class:`PtxSourceError` with nvcc's messages when it fails."""
+    ``-D``, ``-std``, ...); raises :class:`PtxSourceError` with nvcc's messages when it fails.
+    ``keep_dir``: nvcc keeps its intermediate files there (``--keep``), the preprocessed unit
+    among them (:func:`preprocessed_unit`)."""
     path = Path(path)
     if path.suffix == ".ptx":
         return path.read_text()
@@ -167,15 +169,24 @@ def ptx_from_file(path: Path, arch: str, nvcc_args: tuple | list = ()) -> str:
         defaults.append("-O3")
     with tempfile.TemporaryDirectory(prefix="superopt-") as tmp:
         out = Path(tmp) / "x.ptx"
-        cmd = [env_value("NVCC_PLUS_REAL_NVCC") or "nvcc", *defaults, *args, "-ptx", str(path),
+        keep = ["--keep", "--keep-dir", str(keep_dir)] if keep_dir is not None else []
+        cmd = [env_value("NVCC_PLUS_REAL_NVCC") or "nvcc", *defaults, *args, *keep, "-ptx", str(path),
                "-o", str(out)]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace")
         except OSError as exc:
             raise PtxSourceError(f"cannot run {cmd[0]} for {path}: {exc.strerror}; set NVCC_PLUS_REAL_NVCC") from None
         if proc.returncode != 0:
-            raise PtxSourceError(f"nvcc failed on {path} ({' '.join(cmd[1:-2])}):\n{proc.stderr.strip()}")
+            shown = " ".join([*defaults, *args, "-ptx", str(path)])
+            raise PtxSourceError(f"nvcc failed on {path} ({shown}):\n{proc.stderr.strip()}")
         return out.read_text()
+
+
+def preprocessed_unit(keep_dir) -> str | None:
+    """The translation unit nvcc preprocessed into ``keep_dir`` (``-ptx``: the device-side
+    ``gcc -E`` output, ``*.cpp1.ii``; host code is in it, launches included), or None."""
+    found = sorted(Path(keep_dir).glob("*.cpp1.ii")) + sorted(Path(keep_dir).glob("*.cpp4.ii"))
+    return str(found[0]) if found else None
 
 
 def _gives(args, names) -> bool:

@@ -28,17 +28,18 @@ __all__ = ["optimize_module", "ModuleResult"]
 def optimize_module(ptx: str, *, target: str | None = None, source: str | None = None,
                     settings: Settings | None = None, deadline: float | None = None, progress=None,
                     kernels: list[str] | None = None, judge: "Judge | None" = None,
-                    spec_for=None) -> ModuleResult:
+                    spec_for=None, unit: str | None = None) -> ModuleResult:
     """Decide every kernel of ``ptx`` (or those named in ``kernels``). ``deadline``: no search
     starts after it (time.time()); ``progress``: a :class:`superopt.search.progress.SearchProgress`;
     ``judge``: judge with this instead of the configured backend; ``spec_for(module, kernel)``:
-    (specs, origin) or (None, reason) instead of the configured spec sources."""
+    (specs, origin) or (None, reason) instead of the configured spec sources; ``unit``: the path of
+    the translation unit as nvcc preprocessed it (launch blocks are read from it)."""
     module = ptx_ir.parse(ptx)
     settings = settings or Settings()
     options = search_options(settings)
     run = ModuleRun(ptx, module, target=target or (module.target[0] if module.target else "sm_75"),
                     source=source, settings=settings, options=options, kernels=kernels, deadline=deadline,
-                    progress=progress)
+                    progress=progress, unit=unit)
     sources = _decision_sources(run, judge, spec_for)
     try:
         for job in run.jobs(by_expected_gain=sources[-1].searches()):

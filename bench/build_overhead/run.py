@@ -1,6 +1,12 @@
-"""Time building the generated project with plain nvcc and with nvcc-plus (off, roundtrip).
+"""Time building the generated project with plain nvcc and with nvcc-plus (off, roundtrip,
+optimize: the default, which without a GPU applies stored decisions only).
 
-    python -m bench.build_overhead [--reps 5] [--jobs 2] [--files 20] [--modes plain,off,roundtrip]
+    python -m bench.build_overhead [--reps 5] [--jobs 2] [--files 20] [--modes plain,off,roundtrip,optimize]
+
+nvcc-plus runs as on a user's machine: with Python's bytecode cache (PYTHONDONTWRITEBYTECODE, set on
+some CI images and on the development machine, is removed from the builds' environment). The mode
+``optimize-cold`` is ``optimize`` with no bytecode cache at all (PYTHONDONTWRITEBYTECODE=1 and an
+empty PYTHONPYCACHEPREFIX): every start compiles nvcc-plus from source, the worst case.
 
 Each repetition builds every configuration once from clean, in rotating order (so that drift in
 the machine's load spreads evenly), and records wall time and the CPU time of all the build's
@@ -49,6 +55,8 @@ def _children_cpu() -> float:
 
 
 def build_once(project: Path, nvcc: str, env: dict, jobs: int) -> dict:
+    # each build its own (what nvcc-plus says once per build is said by each, as for a user's builds)
+    env = {**env, "NVCC_PLUS_BUILD_LEDGER": str(project.parent / f"ledger-{os.urandom(6).hex()}.json")}
     subprocess.run(["make", "clean"], cwd=project, env=env, check=True, capture_output=True)
     cpu0, t0 = _children_cpu(), time.perf_counter()
     proc = subprocess.run(["make", f"-j{jobs}", f"NVCC={nvcc}"], cwd=project, env=env,
@@ -94,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--files", type=int, default=20)
     ap.add_argument("--modes", default="plain,off,roundtrip")
     ap.add_argument("--nvcc", default=os.environ.get("NVCC_PLUS_REAL_NVCC") or shutil.which("nvcc"))
+    ap.add_argument("--cache-dir", default=None, help="NVCC_PLUS_CACHE_DIR of the builds (default: a fresh "
+                                                      "empty one: nothing cached, as on a first build)")
     ap.add_argument("--flags", default="-O3 -arch=sm_90", help="NVCCFLAGS of the project")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
@@ -107,12 +117,19 @@ def main(argv: list[str] | None = None) -> int:
         # recompile its modules: a user's installed package has its bytecode cached.
         base = {k: v for k, v in os.environ.items()
                 if not k.startswith("NVCC_PLUS_") and k != "PYTHONDONTWRITEBYTECODE"}
+        # this checkout's nvcc-plus, whatever an installed console script would import otherwise
+        # (make runs in the project's folder: a relative PYTHONPATH would not reach it)
+        base["PYTHONPATH"] = os.pathsep.join([str(REPO)] + ([base["PYTHONPATH"]] if base.get("PYTHONPATH") else []))
         base["NVCCFLAGS"] = args.flags
+        base["NVCC_PLUS_CACHE_DIR"] = args.cache_dir or str(tmp / "decision-cache")
+        cold = dict(base, NVCC_PLUS_MODE="optimize", NVCC_PLUS_REAL_NVCC=args.nvcc, PYTHONDONTWRITEBYTECODE="1",
+                    PYTHONPYCACHEPREFIX=str(tmp / "no-pycache"))
         configs = {
             "plain": (args.nvcc, base),
             "off": (plus, dict(base, NVCC_PLUS_MODE="off", NVCC_PLUS_REAL_NVCC=args.nvcc)),
             "roundtrip": (plus, dict(base, NVCC_PLUS_MODE="roundtrip", NVCC_PLUS_REAL_NVCC=args.nvcc)),
             "optimize": (plus, dict(base, NVCC_PLUS_MODE="optimize", NVCC_PLUS_REAL_NVCC=args.nvcc)),
+            "optimize-cold": (plus, cold),
         }
         for m in modes:
             if m not in configs:
@@ -134,7 +151,9 @@ def main(argv: list[str] | None = None) -> int:
         "benchmark": "build_overhead",
         "date": dt.datetime.now().isoformat(timespec="seconds"),
         "machine": machine(), **git_commit(),
-        "python_bytecode_cache": True,
+        "python_bytecode_cache": "on (PYTHONDONTWRITEBYTECODE removed), except optimize-cold: off",
+        "nvcc_plus_from": subprocess.run([sys.executable, "-c", "import nvcc_plus; print(nvcc_plus.__file__)"],
+                                         env=base, capture_output=True, text=True, cwd=tempfile.gettempdir()).stdout.strip(),
         "nvcc": next((ln for ln in subprocess.run([args.nvcc, "--version"], capture_output=True,
                                                    text=True).stdout.splitlines() if "release" in ln), None),
         "project": {"files": args.files, "flags": args.flags, "jobs": args.jobs},

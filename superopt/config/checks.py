@@ -50,8 +50,9 @@ def _gpus(value: str) -> str | None:
 
 def _lock(value: str) -> str | None:
     if value.strip() and value.strip() not in LOCK_MODES:
+        from superopt.config.settings import did_you_mean
         return (f"NVCC_PLUS_LOCK={value!r}: the one value is write (record decisions into nvcc-plus.lock); "
-                f"unset it to only read the lockfile")
+                f"unset it to only read the lockfile" + did_you_mean(value, LOCK_MODES))
     return None
 
 

@@ -16,13 +16,13 @@ import os
 from types import MappingProxyType
 from typing import Mapping
 
-from superopt.config.settings import BY_ENV, SETTINGS, SettingError, parse_number, resolve
+from superopt.config.settings import BY_ENV, SETTINGS, SettingError, did_you_mean, parse_number, resolve
 
 __all__ = ["Settings", "SettingError", "RUN_KEYS"]
 
 # Keys of the optimizer's config dict that are not settings but the run's own (the driver's
-# soft deadline, a progress observer, command-line overrides).
-RUN_KEYS = ("deadline", "progress", "overrides")
+# soft deadline, a progress observer, command-line overrides, the preprocessed unit's path).
+RUN_KEYS = ("deadline", "progress", "overrides", "preprocessed")
 
 
 class Settings:
@@ -89,7 +89,7 @@ class Settings:
     def choice(self, env_name: str, choices: tuple[str, ...], default: str) -> str:
         v = self.text(env_name, default)
         if v not in choices:
-            raise self.error(env_name, f"must be one of {', '.join(choices)}")
+            raise self.error(env_name, f"must be one of {', '.join(choices)}", did_you_mean(v, choices))
         return v
 
     def number(self, env_name: str, default=None, *, minimum: float | None = None, integer: bool = False):
@@ -112,11 +112,11 @@ class Settings:
         s = BY_ENV[env_name]
         return f"{s.toml} ({s.env})" if s.toml else s.env
 
-    def error(self, env_name: str, what: str) -> SettingError:
+    def error(self, env_name: str, what: str, hint: str = "") -> SettingError:
         v = self._values[env_name]
         origin = self.origin(env_name)
         return SettingError(f"{self.label(env_name)} {what}, not {v!r}"
-                            + (f" (from {origin})" if origin != "default" else ""))
+                            + (f" (from {origin})" if origin != "default" else "") + hint)
 
     def spec_document(self) -> dict:
         """The document as launch-spec readers take it (superopt.specs.inference.explicit_specs)."""

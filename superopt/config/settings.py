@@ -264,6 +264,14 @@ class SettingError(ValueError):
     value, where it came from and what it accepts (a configuration error, not a crash)."""
 
 
+def did_you_mean(given, valid) -> str:
+    """`` (did you mean 'estimate'?)`` when ``given`` is close to one of ``valid``, else ``""``:
+    for a mistyped value or flag (``estimat``, ``--plus-mod``)."""
+    import difflib
+    close = difflib.get_close_matches(str(given).strip(), [str(v) for v in valid], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def env_value(env_name: str, env=None) -> str | None:
     """The environment's value of a setting of the table (its aliases too), or None when unset
     or empty. Settings with no toml key and no flag are read here, where they are used: one

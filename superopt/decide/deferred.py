@@ -78,10 +78,12 @@ class DeferredSearches:
     def finish(self) -> None:
         if not self.pending:
             return
+        from superopt.specs.source_launches import unit_launch_text
         from superopt.store.queue import make_entry, start_runner
         run = self.run
         entry = make_entry(run.ptx, target=run.target, source=run.source,
-                           kernels=[job.kernel for job, _ in self.pending], settings=run.settings)
+                           kernels=[job.kernel for job, _ in self.pending], settings=run.settings,
+                           launches=unit_launch_text(run.unit))
         try:
             added = self.queue.add(entry, self.limits)
         except OSError as exc:

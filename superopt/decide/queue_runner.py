@@ -111,7 +111,14 @@ def run_entry(doc: dict, cache_root, *, deadline: float | None) -> dict:
     config = {**(snap.get("document") or {}), "overrides": {**(snap.get("flags") or {}), "search": "now"}}
     if deadline is not None:
         config["deadline"] = deadline
-    with entry_environment(doc, cache_root):
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="nvcc-plus-entry-") as tmp, entry_environment(doc, cache_root):
+        if isinstance(doc.get("launches"), str):
+            # the launches as the build preprocessed them (its unit is gone): read as the unit
+            unit = os.path.join(tmp, "unit.ii")
+            with open(unit, "w", encoding="utf-8") as f:
+                f.write(doc["launches"])
+            config["preprocessed"] = unit
         out = optimize_ptx(doc["ptx"], mode="optimize", source=doc.get("source"), target=doc.get("target"),
                            config=config)
     kernels = [k for rec in out.records for k in rec.get("kernels", [])]

@@ -30,6 +30,9 @@ class ModuleResult:
     changed: bool
     records: dict
     messages: list[str] = field(default_factory=list)
+    # lines true of the whole build, not of this module (no GPU and no lockfile, an invalid
+    # [kernels] table): the driver says each once per build (nvcc_plus.once)
+    build_notes: list[str] = field(default_factory=list)
 
 
 def globals_text(module: ptx_ir.Module) -> str:
@@ -51,11 +54,13 @@ def toolchain_identity() -> str:
 class ModuleRun:
     def __init__(self, ptx: str, module: ptx_ir.Module, *, target: str, source: str | None,
                  settings: Settings, options: SearchOptions, kernels: list[str] | None = None,
-                 deadline: float | None = None, progress=None):
+                 deadline: float | None = None, progress=None, unit: str | None = None):
         self.ptx, self.module, self.target, self.source = ptx, module, target, source
+        self.unit = unit              # the preprocessed translation unit (launch blocks), or None
         self.settings, self.options, self.deadline = settings, options, deadline
         self.records = rec.module_record(source=source, target=target, mode="optimize")
         self.messages: list[str] = []
+        self.build_notes: list[str] = []
         self.pass_names = options.passes if options.passes is not None else all_pass_names()
         self.tool = toolchain_identity()
         self.globals_text = globals_text(module)
@@ -102,8 +107,11 @@ class ModuleRun:
             text = ptx_ir.printer.emit_function(fn)
             # The user's explicit launch spec is part of the key: a decision verified with one
             # spec is not reused after the spec changes.
-            explicit = explicit_specs_key(self.module, fn.name, source=self.source, settings=self.settings) \
-                if self._may_have_explicit_specs() else None
+            problems: list[str] = []
+            explicit = explicit_specs_key(self.module, fn.name, source=self.source, settings=self.settings,
+                                          problems=problems) if self._may_have_explicit_specs() else None
+            for p in problems:
+                self.note_for_build(p)          # an incomplete [kernels] table: said once per build
             key = DecisionKey(text, self.globals_text, self.target, self.tool, self.options.policy,
                               tuple(self.pass_names), explicit=explicit)
             yield KernelJob(fn, index, len(self.todo), text, key)
@@ -117,6 +125,11 @@ class ModuleRun:
             text = source_text_of(self.source) or ""
             self._explicit_possible = bool(self.settings.document.get("kernels")) or "nvcc-plus:" in text
         return self._explicit_possible
+
+    def note_for_build(self, line: str) -> None:
+        """A line true of the whole build (see ModuleResult.build_notes), once per module."""
+        if line not in self.build_notes:
+            self.build_notes.append(line)
 
     def add(self, kr: dict | None) -> int:
         """Append a kernel record (None: a place for one that comes later); its slot."""
@@ -204,7 +217,7 @@ class ModuleRun:
         if self.no_free_gpu:
             self.messages.append(f"no GPU became free in time: {len(self.no_free_gpu)} kernel(s) not searched, "
                                  f"nvcc's code kept ({_names(self.no_free_gpu)})")
-        return ModuleResult(self._text(), self.changed, self.records, self.messages)
+        return ModuleResult(self._text(), self.changed, self.records, self.messages, self.build_notes)
 
     def partial(self, exc: BaseException) -> ModuleResult:
         """The module as decided up to an interruption: the kernels searched (or applied from
@@ -220,7 +233,7 @@ class ModuleRun:
             for k in self.todo if k.name not in done)
         return ModuleResult(self._text(), self.changed, records, self.messages + [
             f"interrupted in {self.in_flight or 'the search'} ({type(exc).__name__}); the decisions made "
-            "before it are kept"])
+            "before it are kept"], self.build_notes)
 
     def _text(self) -> str:
         return ptx_ir.emit(self.result_module, faithful=True) if self.changed else self.ptx

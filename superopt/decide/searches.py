@@ -13,6 +13,12 @@ from superopt.store.record import Status
 
 NO_GPU_LOCKED = ("no GPU and no locked or cached decision: nvcc's code kept "
                  "(NVCC_PLUS_NO_GPU=estimate searches with the emulator and a static estimate)")
+# Said once per build (not per file, not per kernel) when there is no lockfile either.
+NO_GPU_NO_LOCKFILE = ("no GPU and no nvcc-plus.lock: this build uses nvcc's code (and decisions cached "
+                      "here before). To optimize GPU-less builds, tune once on a GPU and commit the lockfile "
+                      "(superopt tune --build \"make -B NVCC=nvcc-plus\" -- ./app writes nvcc-plus.lock), or set "
+                      "NVCC_PLUS_NO_GPU=estimate to search on the CPU emulator (verified, chosen by a static "
+                      "estimate)")
 
 
 def prepare(run: ModuleRun, job: KernelJob, spec_for=None) -> bool:
@@ -38,7 +44,7 @@ def _prepare(run: ModuleRun, job: KernelJob, spec_for) -> bool:
             job.why_none = origin_or_reason
         return True
     from superopt.specs.sources import candidates_in_order
-    found = candidates_in_order(run.module, job.kernel, source=run.source, settings=run.settings,
+    found = candidates_in_order(run.module, job.kernel, source=run.source, unit=run.unit, settings=run.settings,
                                 capture=run.capture, search_minor=run.settings.flag("NVCC_PLUS_SEARCH_MINOR"),
                                 deadline=run.deadline)
     job.choices, job.share, job.notes, job.why_none = found.choices, found.share, list(found.notes), found.reason
@@ -89,6 +95,8 @@ class LocalSearch:
         if not self.searches():
             # Nothing stored could be applied: do not spend a build's time searching.
             run.skip(job, NO_GPU_LOCKED)
+            if run.lock_path is None:
+                run.note_for_build(NO_GPU_NO_LOCKFILE)
             return True
         judge = self.judge
         with recording() as phases:

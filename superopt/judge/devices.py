@@ -272,7 +272,9 @@ def lease_mode() -> str:
     from superopt.config.settings import SettingError, env_value
     mode = (env_value("NVCC_PLUS_GPU_LEASE") or "step").strip().lower()
     if mode not in ("step", "search"):
-        raise SettingError(f"NVCC_PLUS_GPU_LEASE={mode!r} is not one of step, search")
+        from superopt.config.settings import did_you_mean
+        raise SettingError(f"NVCC_PLUS_GPU_LEASE={mode!r} is not one of step, search"
+                           + did_you_mean(mode, ("step", "search")))
     return mode
 
 

@@ -1,4 +1,7 @@
-"""``superopt verify BASE.ptx CANDIDATE.ptx --kernel NAME [--spec FILE] [--backend gpu|emulator]``
+"""``superopt verify BASE.ptx CANDIDATE.ptx --kernel NAME [--spec FILE] [--backend auto|gpu|emulator]``
+
+``--backend auto`` (the default, as for every command) is the GPU when one is usable, else the
+CPU emulator; the verdict's notes say which and why.
 
 Exit status: 0 accepted, 1 rejected (with which input set, buffer, first differing index
 and both values), 2 could not be judged (no GPU, no spec, backend not available, baseline
@@ -22,7 +25,18 @@ MAX_SETS = 1000          # input sets per launch shape; each is launched four ti
 __all__ = ["verify_command", "verify_files"]
 
 
-def verify_files(baseline: str, candidate: str, kernel: str, spec_file: str | None, *, backend: str = "gpu",
+def resolve_backend(backend: str) -> tuple[str, str | None]:
+    """(the backend to judge on, a note saying what ``auto`` chose and why; None otherwise)."""
+    if backend != "auto":
+        return backend, None
+    from superopt.judge import BackendJudge
+    ok, why = BackendJudge.gpu_usable()
+    if ok:
+        return "gpu", f"backend auto: the GPU ({why.removeprefix('gpu: ')})"
+    return "emulator", f"backend auto: the CPU emulator ({why}; --backend gpu insists on a GPU)"
+
+
+def verify_files(baseline: str, candidate: str, kernel: str, spec_file: str | None, *, backend: str = "auto",
                  policy: str = "exact", sets: int = 4, seed: int | None = None,
                  timeout: float | None = None) -> Verdict:
     """What the command does, as a function (for the driver and tests)."""
@@ -30,6 +44,19 @@ def verify_files(baseline: str, candidate: str, kernel: str, spec_file: str | No
 
     def cnj(reason: str) -> Verdict:
         return Verdict(status=COULD_NOT_JUDGE, reason=reason, policy=str(pol))
+
+    from superopt.judge.devices import GpusSettingError
+    try:
+        backend, chose = resolve_backend(backend)
+    except GpusSettingError as exc:
+        return cnj(str(exc))
+    verdict = _verify(baseline, candidate, kernel, spec_file, backend, pol, cnj, sets, seed, timeout)
+    if chose:
+        verdict.evidence.setdefault("notes", []).insert(0, chose)
+    return verdict
+
+
+def _verify(baseline, candidate, kernel, spec_file, backend, pol, cnj, sets, seed, timeout) -> Verdict:
 
     if not 1 <= sets <= MAX_SETS:
         return cnj(f"--sets must be from 1 to {MAX_SETS}, not {sets}")
@@ -94,7 +121,8 @@ def verify_files(baseline: str, candidate: str, kernel: str, spec_file: str | No
 @click.option("--kernel", required=True, help="Kernel (.entry) name; a unique substring of the mangled name works.")
 @click.option("--spec", "spec_file", type=click.Path(exists=True, dir_okay=False),
               help="Launch spec (TOML or JSON); without it the spec is inferred from BASELINE, as the optimizer does.")
-@click.option("--backend", default="gpu", show_default=True, help="gpu | emulator")
+@click.option("--backend", type=click.Choice(["auto", "gpu", "emulator"]), default="auto", show_default=True,
+              help="auto: the GPU when one is usable, else the CPU emulator.")
 @click.option("--policy", default="exact", show_default=True,
               help="exact (bit-identical, NaN==NaN) | ulp:N | rel:X (opt-in tolerance, float buffers only)")
 @click.option("--sets", default=4, show_default=True, type=click.IntRange(min=1, max=MAX_SETS),

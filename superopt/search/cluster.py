@@ -43,16 +43,21 @@ import hashlib
 import json
 import os
 import signal
-import socket
 import threading
 import time
-import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_GRACE = 30.0
 DEFAULT_RETRY = 60.0
+
+
+def _hostname() -> str:
+    # socket (and uuid, which imports platform) are imported where used: a build that applies
+    # stored decisions imports this module and must not pay for them
+    import socket
+    return socket.gethostname()
 
 
 class ClusterTimeout(BaseException):
@@ -170,7 +175,7 @@ def run_search(payload: dict) -> dict:
         ptx_hash = text_hash(ptx_ir.printer.emit_function(new_module.function(kernel)))
     return {"record": kr, "plan": plan, "ptx_hash": ptx_hash, "chosen": chosen_index, "tried": tried,
             "gpu": model, "can_time": bool(judge.can_time),
-            "worker": f"{socket.gethostname()}:{os.getpid()}", "seconds": round(time.time() - t0, 3)}
+            "worker": f"{_hostname()}:{os.getpid()}", "seconds": round(time.time() - t0, 3)}
 
 
 @contextmanager
@@ -381,7 +386,7 @@ class ClusterSearch:
             sub.failure = self.down
             return sub
         payload = {**payload, "seconds_left": limit}
-        key = f"nvcc-plus-search-{kernel[:60]}-{uuid.uuid4().hex[:12]}"
+        key = f"nvcc-plus-search-{kernel[:60]}-{os.urandom(6).hex()}"
         try:
             with bounded(self.connect_timeout + 5, "submitting a search"):
                 sub.future = self.client.submit(run_search, payload, resources={"GPU": 1}, pure=False, key=key)

@@ -5,6 +5,7 @@ import math
 from dataclasses import dataclass, field
 
 from superopt.config.resolved import Settings, SettingError
+from superopt.config.settings import did_you_mean
 
 SANITIZER_TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 
@@ -27,6 +28,11 @@ class SearchOptions:
     launches: object = None
 
 
+def _origin(settings: Settings, name: str) -> str:
+    origin = settings.origin(name)
+    return f" (from {origin})" if origin != "default" else ""
+
+
 def search_options(settings: Settings) -> SearchOptions:
     """The search options of a run (flag > environment > nvcc-plus.toml > default, as the
     settings resolved them); a value nvcc-plus does not accept is a :class:`SettingError`."""
@@ -46,9 +52,12 @@ def search_options(settings: Settings) -> SearchOptions:
     opts.backend = settings.text("NVCC_PLUS_BACKEND", opts.backend)
     opts.no_gpu = settings.text("NVCC_PLUS_NO_GPU", opts.no_gpu)
     if opts.backend not in ("auto", "gpu", "emulator"):
-        raise SettingError(f"backend (NVCC_PLUS_BACKEND) must be auto, gpu or emulator, not {opts.backend!r}")
+        raise SettingError(f"backend (NVCC_PLUS_BACKEND) must be auto, gpu or emulator, not {opts.backend!r}"
+                           + _origin(settings, "NVCC_PLUS_BACKEND")
+                           + did_you_mean(opts.backend, ("auto", "gpu", "emulator")))
     if opts.no_gpu not in ("locked", "estimate"):
-        raise SettingError(f"no_gpu (NVCC_PLUS_NO_GPU) must be locked or estimate, not {opts.no_gpu!r}")
+        raise SettingError(f"no_gpu (NVCC_PLUS_NO_GPU) must be locked or estimate, not {opts.no_gpu!r}"
+                           + _origin(settings, "NVCC_PLUS_NO_GPU") + did_you_mean(opts.no_gpu, ("locked", "estimate")))
     try:
         Policy.parse(opts.policy)
     except ValueError as exc:
@@ -59,7 +68,8 @@ def search_options(settings: Settings) -> SearchOptions:
         unknown = [t for t in tools if t not in SANITIZER_TOOLS]
         if unknown:
             raise SettingError(f"NVCC_PLUS_SANITIZE: unknown compute-sanitizer tool(s) {unknown} "
-                               f"({', '.join(SANITIZER_TOOLS)}, or off)")
+                               f"({', '.join(SANITIZER_TOOLS)}, or off)"
+                               + did_you_mean(unknown[0], SANITIZER_TOOLS + ("off",)))
         opts.sanitize = tools
     passes = settings.names("NVCC_PLUS_PASSES")
     if passes:

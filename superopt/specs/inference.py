@@ -161,12 +161,15 @@ class _NotVerifiable(Exception):
 
 def infer_specs(module, kernel_name: str, *, source_text: str | None = None, config: Any = None,
                 max_specs: int = 3, deadline_s: float | None = DEADLINE_S, blocks: list | None = None,
-                usual: bool = False) -> InferenceResult:
+                usual: bool = False, launch_text: str | None = None) -> InferenceResult:
     """Launch specs for ``kernel_name`` in ``module`` (a ptx_ir Module or PTX text).
 
     ``config`` is the nvcc-plus.toml document (a dict, as nvcc_plus.config hands it over),
     a path to a TOML/JSON spec file, or its text. ``source_text`` is the .cu source, for
-    ``// nvcc-plus:`` comments and C++ parameter names. ``deadline_s``: wall-clock seconds
+    ``// nvcc-plus:`` comments and C++ parameter names; ``launch_text`` the translation unit as the
+    build preprocessed it (its user part: source_launches.unit_launch_text), where the launches'
+    blocks are read when given (they respect -D and #if there), else from ``source_text``.
+    ``deadline_s``: wall-clock seconds
     inference from the IR may take (None: no cap); past it the trace stops at once and the
     kernel is not verifiable ("inference timed out after N s").
 
@@ -212,9 +215,9 @@ def infer_specs(module, kernel_name: str, *, source_text: str | None = None, con
     # 3. inference
     try:
         inferrer = _Inferrer(module, fn, infos, names, result, max_specs, deadline_s)
-        if source_text:
+        if launch_text or source_text:
             from superopt.specs.source_launches import launch_blocks
-            inferrer.source_blocks = result.source_blocks = launch_blocks(source_text).get(
+            inferrer.source_blocks = result.source_blocks = launch_blocks(launch_text or source_text).get(
                 _short(fn.signature) if fn.signature else fn.name)
         inferrer.run()
     except _NotVerifiable as e:
@@ -337,10 +340,15 @@ def explicit_specs(config, fn) -> tuple[list, str] | None:
     if isinstance(config, dict):
         path = config.get("config_path")
         origin = f"toml:{path}" if path else "toml"
-        kern = config.get("kernels")
-        if isinstance(kern, dict):
-            for name, d in kern.items():
-                tables[name] = _specs_of_table(d, name, origin)
+        found = explicit_table(config, fn)
+        if found is None:
+            return None
+        name, d = found
+        try:
+            return _specs_of_table(d, name, origin), origin
+        except SpecError as e:
+            # another kernel's table is not this kernel's business: only its own is read
+            raise SpecError(f'[kernels."{name}"]: {e}') from None
     elif isinstance(config, str):
         import os
         fmt = None
@@ -365,7 +373,23 @@ def explicit_specs(config, fn) -> tuple[list, str] | None:
     return None
 
 
+def explicit_table(config: dict, fn) -> tuple[str, Any] | None:
+    """(name, table) of ``fn``'s ``[kernels."NAME"]`` table in the nvcc-plus.toml document
+    ``config``, matched by name only (nothing parsed), or None."""
+    kern = config.get("kernels") if isinstance(config, dict) else None
+    if not isinstance(kern, dict) or not kern:
+        return None
+    sig = fn.signature or ""
+    for key in (fn.name, _norm(sig), _norm(_base(sig)), _norm(_short(sig))):
+        for name, d in kern.items():
+            if key and (name == key or _norm(name) == key):
+                return name, d
+    return None
+
+
 def _specs_of_table(d, name, origin) -> list:
+    if not isinstance(d, (dict, list)) or (isinstance(d, list) and not all(isinstance(x, dict) for x in d)):
+        raise SpecError(f"launch spec for {name!r}: not a table (grid, block and params)")
     if isinstance(d, list):
         return [LaunchSpec.from_dict(x, kernel=name, origin=origin) for x in d]
     if isinstance(d, dict) and "shapes" in d:

@@ -32,6 +32,13 @@ the file (``v = ARR[i]``, ``int v = 256``, ``for (int v : ARR)``, ``for (int v =
 v *= 2)``) and, when it is a parameter of the function around the launch, through the calls of
 that function (a few levels deep). A launch whose block is neither constant nor listed so is
 *computed at run time* (``SourceBlocks.runtime``).
+
+*The preprocessed unit* (:func:`unit_launch_text`). Read from the raw source, ``#ifndef THREADS /
+#define THREADS 256`` gives 256 even when the build passes ``-DTHREADS=512``. A compilation through
+nvcc-plus has the unit nvcc's own ``gcc -E`` step wrote (the input of ``cudafe++``): macros
+expanded with the build's ``-D`` flags, ``#if`` branches chosen, the user's headers included.
+The driver hands its path over; the lines of the user's files (not system headers, not the CUDA
+toolkit's) are what launches are read from then.
 """
 from __future__ import annotations
 
@@ -42,7 +49,7 @@ from dataclasses import dataclass
 
 from superopt.specs.comments import _strip_comments
 
-__all__ = ["SourceBlocks", "launch_blocks"]
+__all__ = ["SourceBlocks", "launch_blocks", "unit_launch_text", "user_lines"]
 
 _LAUNCH = re.compile(r"\b([A-Za-z_]\w*)\s*(<(?:[^<>;{}]|<[^<>;{}]*>)*>)?\s*<<<(.*?)>>>", re.S)
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)(?![\w(])[ \t]*(.*?)[ \t]*$", re.M)
@@ -413,3 +420,60 @@ def launch_blocks(source: str) -> dict[str, SourceBlocks]:
                 listed[name] += [b for b in chosen if b not in listed[name]]
     return {n: SourceBlocks(tuple(b), constant[n], tuple(listed[n]), runtime.get(n, False))
             for n, b in found.items() if b or listed[n]}
+
+
+# ---------------------------------------------------------------- the preprocessed unit
+
+_MARKER = re.compile(r'^#\s*(?:line\s+)?\d+\s+"((?:[^"\\]|\\.)*)"((?:\s+\d+)*)\s*$')
+UNIT_LIMIT = 256 << 20          # bytes of a preprocessed unit read (heavy C++ units reach tens of MB)
+
+
+def user_lines(preprocessed: str) -> str:
+    """The lines of ``preprocessed`` (gcc -E's output) that come from the user's files: not from a
+    system header (line-marker flag 3), nor from the CUDA toolkit's headers (the folder of the
+    ``cuda_runtime.h`` nvcc includes into every unit), nor from ``<built-in>``/``<command-line>``.
+    Line markers are dropped; what is kept is C++ with every macro expanded."""
+    out: list[str] = []
+    keep = True
+    toolkit: str | None = None
+    for line in preprocessed.splitlines():
+        if line.startswith("#"):
+            m = _MARKER.match(line)
+            if m:
+                name = m.group(1).replace('\\\\', '\\')
+                flags = m.group(2).split()
+                if toolkit is None and name.endswith("/cuda_runtime.h"):
+                    toolkit = name[: -len("cuda_runtime.h")]
+                keep = not ("3" in flags or name.startswith("<")
+                            or (toolkit is not None and name.startswith(toolkit)))
+                continue
+            if line.lstrip("# \t").startswith("pragma"):
+                continue
+        if keep:
+            out.append(line)
+    return "\n".join(out)
+
+
+_UNITS: dict = {}
+
+
+def unit_launch_text(path: str | None) -> str | None:
+    """The user's part of the preprocessed unit at ``path`` (:func:`user_lines`), read once per
+    file (a regular file, at most UNIT_LIMIT bytes), or None when there is none to read."""
+    if not path:
+        return None
+    import os
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    key = (os.path.abspath(path), st.st_ino, st.st_size, st.st_mtime_ns)
+    if key not in _UNITS:
+        from superopt.store.safe_files import read_text
+        try:
+            text = user_lines(read_text(path, UNIT_LIMIT, follow=True, errors="replace"))
+        except OSError:
+            text = None
+        _UNITS.clear()                         # one module's unit at a time
+        _UNITS[key] = text
+    return _UNITS[key]

@@ -101,9 +101,13 @@ def load_configured_capture(settings: Settings | None) -> dict | None:
 
 def candidates_in_order(module, kernel: str, *, source: str | None, settings: Settings | None,
                         capture: dict | None, search_minor: bool = False,
-                        min_share: float = MINOR_SHARE, deadline: float | None = None) -> SpecSources:
+                        min_share: float = MINOR_SHARE, deadline: float | None = None,
+                        unit: str | None = None) -> SpecSources:
+    """The kernel's spec choices in order of trust (the module doc). ``unit``: the path of the
+    translation unit as nvcc preprocessed it, whose launches respect the build's -D and #if."""
     out = SpecSources(kernel)
-    inferred, why_not = explicit_or_inferred(module, kernel, source=source, settings=settings, deadline=deadline)
+    inferred, why_not = explicit_or_inferred(module, kernel, source=source, settings=settings, deadline=deadline,
+                                             unit=unit)
     if capture is not None:
         from superopt.specs.capture.specs import captured_specs
         cs = captured_specs(capture, module, kernel)
@@ -207,16 +211,19 @@ def source_text_of(source: str | None) -> str | None:
 
 
 def explicit_or_inferred(module, kernel: str, *, source: str | None, settings: Settings | None,
-                         deadline: float | None = None) -> tuple[SpecChoice | None, str | None]:
+                         deadline: float | None = None, unit: str | None = None) -> tuple[SpecChoice | None, str | None]:
     """The kernel's explicit specs (toml table, source comment), else the inferred ones; or
-    None and why not. ``deadline``: inference stops by then (it is capped anyway)."""
+    None and why not. ``deadline``: inference stops by then (it is capped anyway). ``unit``: the
+    preprocessed translation unit's path; the launches inference starts from are read from it
+    (superopt.specs.source_launches.unit_launch_text), else from the source's text."""
     from superopt.specs import inference
+    from superopt.specs.source_launches import unit_launch_text
     source_text = source_text_of(source)
     cap = INFERENCE_CAP_S
     if deadline is not None:
         cap = max(0.5, min(cap, float(deadline) - time.time()))
     result = inference.infer_specs(module, kernel, source_text=source_text, config=_document(settings),
-                                   deadline_s=cap)
+                                   deadline_s=cap, launch_text=unit_launch_text(unit))
     specs = getattr(result, "specs", None)
     if specs:
         from superopt.specs.program_launches import ProgramLaunches, from_inference
@@ -237,25 +244,34 @@ def _document(settings: Settings | None) -> dict:
     return settings.spec_document() if settings is not None else {}
 
 
-def explicit_specs_key(module, kernel: str, *, source: str | None, settings: Settings | None) -> str | None:
+def explicit_specs_key(module, kernel: str, *, source: str | None, settings: Settings | None,
+                       problems: list | None = None) -> str | None:
     """Identity of the user's explicit launch specs for ``kernel`` (its ``[kernels."NAME"]``
     table in nvcc-plus.toml, or its ``// nvcc-plus:`` comment), or None when it has none.
 
     Part of the decision cache key: a decision verified with one spec must not be reused
     after the user changes the spec (a corrected buffer length, another block). Inferred
     specs need no such key: they are a function of the kernel text, which is in the key.
-    Cheap: parses the table or the comment, never runs inference."""
+    Cheap: parses the table or the comment, never runs inference. ``problems``: a line is
+    appended for a table that is incomplete or invalid (:func:`table_problem`)."""
     from superopt.specs import inference
     from superopt.specs.comments import directives_of
     fn = _kernel_named(module, kernel)
     if fn is None:
         return None
     parts = []
+    doc = _document(settings)
     try:
-        found = inference.explicit_specs(_document(settings), fn)
-    except Exception as exc:  # noqa: BLE001 - an invalid table is reported by the search itself
+        found = inference.explicit_specs(doc, fn)
+    except Exception as exc:  # noqa: BLE001 - an invalid table: in the key, and said (problems)
         found = None
         parts.append(f"invalid toml spec: {exc}")
+        if problems is not None:
+            problems.append(table_problem(doc, fn, str(exc), IGNORED))
+    if found and problems is not None:
+        misfit = _param_count_problem(found[0], fn)
+        if misfit:
+            problems.append(table_problem(doc, fn, misfit, NOT_VERIFIABLE))
     if found:
         parts.append(json.dumps([s.to_dict() for s in found[0]], sort_keys=True, default=str))
     text = source_text_of(source)
@@ -266,3 +282,33 @@ def explicit_specs_key(module, kernel: str, *, source: str | None, settings: Set
     if not parts:
         return None
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
+
+
+def _param_count_problem(specs: list, fn) -> str | None:
+    """A table whose params do not match the kernel's in number (``params`` left out, one too
+    few): found without the analyses inference needs."""
+    for spec in specs:
+        n, want = len(spec.kernel_params), len(fn.params)
+        if n != want:
+            missing = " (missing 'params')" if n == 0 else ""
+            return f"it gives {n} params{missing}, the kernel has {want}"
+    return None
+
+
+# What the search does with such a table (superopt.specs.inference.infer_specs): one that does not
+# parse is skipped (the comment, then inference, give the spec); one that parses but does not fit
+# the kernel is its spec, and the kernel is not verifiable.
+IGNORED = "the table is not used: the kernel's spec comes from its // nvcc-plus: comment or inference"
+NOT_VERIFIABLE = "the kernel is not verifiable until it is fixed (nvcc's code is kept)"
+
+
+def table_problem(doc: dict, fn, what: str, instead: str) -> str:
+    """The line a build says (once: nvcc_plus.once) for a ``[kernels."NAME"]`` table that is
+    incomplete or invalid: the file, the kernel, what is wrong, what nvcc-plus does instead."""
+    from superopt.specs.inference import explicit_table
+    found = explicit_table(doc, fn)
+    name = found[0] if found else fn.name
+    where = doc.get("config_path") or "nvcc-plus.toml"
+    what = what.removeprefix(f'[kernels."{name}"]: ')
+    return (f'{where}: [kernels."{name}"] for kernel {fn.signature or fn.name}: {what}; {instead} '
+            f"(docs/launch-specs.md)")

@@ -1,6 +1,6 @@
 """``superopt cache``: the decision cache as ccache users know it: ``stats`` (hits, misses,
 searches, time spent and saved, size and limit, the queue of searches after the build),
-``--zero-stats``, ``clear``, ``info``; and the queue's ``wait`` and ``drain``
+``--zero-stats``, ``clear`` (``--zero-stats`` too), ``info``; and the queue's ``wait`` and ``drain``
 (``NVCC_PLUS_SEARCH=deferred``: docs/deferred.md)."""
 from __future__ import annotations
 
@@ -127,14 +127,22 @@ def cache_info():
 
 
 @cache_group.command("clear")
-def cache_clear():
-    """Remove every cached decision (the statistics stay; --zero-stats resets them), and forget
-    which modules the queue ran (they are queued again by the next deferred build)."""
+@click.option("--zero-stats", is_flag=True, help="Also set the statistics' counters to zero (ccache -Cz).")
+def cache_clear(zero_stats):
+    """Remove every cached decision (the statistics stay unless --zero-stats), and forget which
+    modules the queue ran (they are queued again by the next deferred build)."""
     from superopt.store.queue import Queue
     cache = _cache()
     forgot = Queue(cache.root).forget_done()
     click.echo(f"removed {cache.clear()} decisions from {cache.root}"
                + (f"; forgot {forgot} modules the queue ran" if forgot else ""))
+    if zero_stats:
+        from superopt.store.cache_stats import CacheStats
+        try:
+            CacheStats(cache.root).zero()
+        except OSError as exc:
+            raise click.ClickException(f"{cache.root}: cannot write the statistics ({exc.strerror or exc})")
+        click.echo(f"statistics of {cache.root} set to zero")
 
 
 WAIT_HELP = """Wait until the queue of searches after the build is empty and no runner is busy.

@@ -135,27 +135,36 @@ def settings_snapshot(settings) -> dict:
     return {"document": doc, "flags": flags, "env": env, "extra_env": extra}
 
 
-def entry_name(ptx: str, target: str, source: str | None, snapshot: dict) -> str:
-    """The entry's name: a hash of what decides its kernels' searches."""
+def entry_name(ptx: str, target: str, source: str | None, snapshot: dict, launches: str | None = None) -> str:
+    """The entry's name: a hash of what decides its kernels' searches (the launches as the build
+    preprocessed them among it, when the driver had them: another -DTHREADS is another search)."""
     ident = {"document": {k: v for k, v in snapshot["document"].items() if k != "verbose"},
              "flags": {k: v for k, v in snapshot["flags"].items() if k != "verbose"},
              "env": {k: v for k, v in snapshot["env"].items() if k not in NOT_IDENTITY},
              "extra_env": snapshot["extra_env"]}
     h = hashlib.sha256()
-    for part in (f"v{ENTRY_VERSION}", ptx, target, os.path.abspath(source) if source else "",
-                 json.dumps(ident, sort_keys=True)):
+    parts = [f"v{ENTRY_VERSION}", ptx, target, os.path.abspath(source) if source else "",
+             json.dumps(ident, sort_keys=True)] + ([launches] if launches else [])
+    for part in parts:
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:40]
 
 
-def make_entry(ptx: str, *, target: str, source: str | None, kernels: list[str], settings) -> dict:
+def make_entry(ptx: str, *, target: str, source: str | None, kernels: list[str], settings,
+               launches: str | None = None) -> dict:
+    """``launches``: the user's lines of the unit the build preprocessed
+    (superopt.specs.source_launches.unit_launch_text), kept for the runner: the unit itself is
+    gone by the time it runs."""
     snap = settings_snapshot(settings)
     now = time.time()
-    return {"version": ENTRY_VERSION, "name": entry_name(ptx, target, source, snap),
-            "created": _dt.datetime.fromtimestamp(now, _dt.timezone.utc).isoformat(timespec="seconds"),
-            "created_ts": now, "source": source, "target": target, "cwd": os.getcwd(),
-            "kernels": list(kernels), "settings": snap, "ptx": ptx}
+    entry = {"version": ENTRY_VERSION, "name": entry_name(ptx, target, source, snap, launches),
+             "created": _dt.datetime.fromtimestamp(now, _dt.timezone.utc).isoformat(timespec="seconds"),
+             "created_ts": now, "source": source, "target": target, "cwd": os.getcwd(),
+             "kernels": list(kernels), "settings": snap, "ptx": ptx}
+    if launches:
+        entry["launches"] = launches
+    return entry
 
 
 @dataclass

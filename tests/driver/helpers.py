@@ -6,14 +6,18 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import itertools
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
+
+_BUILDS = itertools.count()
 
 REAL_NVCC = os.environ.get("NVCC_PLUS_REAL_NVCC") or shutil.which("nvcc")
 
@@ -44,6 +48,11 @@ def base_env(**extra: str) -> dict[str, str]:
            if not k.startswith("NVCC_PLUS_") and k not in ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS")}
     paths = [str(HERE), str(REPO)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
     env["PYTHONPATH"] = os.pathsep.join(paths)
+    # Every run is a build of its own (the lines a build says once, nvcc_plus.once, are said by
+    # each), not one build with every other run of this pytest process group; a test that wants
+    # one build of several runs passes the same NVCC_PLUS_BUILD_LEDGER to each.
+    env["NVCC_PLUS_BUILD_LEDGER"] = os.path.join(tempfile.gettempdir(),
+                                                 f"nvcc-plus-test-{os.getpid()}-{next(_BUILDS)}.ledger")
     env.update(extra)
     return env
 
