@@ -15,7 +15,7 @@ SCHEMA = "nvcc-plus/record"
 SCHEMA_VERSION = 1
 #: the distribution's version, as pyproject.toml gives it (tests/driver/test_first_hour.py checks they
 #: agree): what the records' ``tool`` says without importlib.metadata
-NVCC_PLUS_VERSION = "0.1.0"
+TOOL_VERSION = "0.1.0"
 
 
 class Fate(enum.StrEnum):
@@ -58,9 +58,9 @@ class Decision(enum.StrEnum):
 
 
 def tool_info() -> dict:
-    """nvcc-plus's version (NVCC_PLUS_VERSION: importlib.metadata would cost a GPU-less build
+    """nvcc-plus's version (TOOL_VERSION, pyproject.toml's version; importlib.metadata would cost a GPU-less build
     30 ms per file) and Python's."""
-    return {"nvcc_plus": NVCC_PLUS_VERSION, "python": "{}.{}.{}".format(*sys.version_info[:3])}
+    return {"nvcc_plus": TOOL_VERSION, "python": "{}.{}.{}".format(*sys.version_info[:3])}
 
 
 def module_record(*, source: str | None, target: str, mode: str) -> dict:

@@ -294,6 +294,6 @@ def test_a_queued_search_keeps_the_launches_of_the_unit(tmp_path, monkeypatch):
 
 def test_the_records_version_is_the_distributions():
     import tomllib
-    from superopt.store.record import NVCC_PLUS_VERSION, tool_info
+    from superopt.store.record import TOOL_VERSION, tool_info
     project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"]
-    assert NVCC_PLUS_VERSION == project["version"] == tool_info()["nvcc_plus"]
+    assert TOOL_VERSION == project["version"] == tool_info()["nvcc_plus"]
