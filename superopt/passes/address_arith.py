@@ -71,9 +71,10 @@ def _invariant(fn, loop, at: Instruction, op) -> bool:
     if not isinstance(op, Reg):
         return False
     if op.is_special:
+        # not %warpid or %smid: the PTX ISA calls them volatile (a thread may move to another
+        # warp slot or SM while it runs), so a loop that reads them each time is left as it is
         return op.name.split(".")[0] in ("%ntid", "%nctaid", "%ctaid", "%tid", "%nsmid",
-                                         "%gridid", "%nwarpid", "%laneid", "%warpid",
-                                         "%smid", "%cluster_ctaid", "%cluster_nctaid",
+                                         "%gridid", "%nwarpid", "%laneid", "%cluster_ctaid", "%cluster_nctaid",
                                          "%clusterid", "%nclusterid", "%cluster_ctarank",
                                          "%cluster_nctarank", "%dynamic_smem_size",
                                          "%total_smem_size")

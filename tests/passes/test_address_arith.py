@@ -336,3 +336,39 @@ def test_other_kernels_bit_identical(frag, w, block):
     assert out.fired(kernel)
     verdict = judge(TEXT, out.text, _launch(frag, w, block), sets=2)
     assert verdict.status == "accepted", verdict.summary()
+
+
+_SPECIAL_LOOP = """
+.version 9.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 k_param_0, .param .u32 k_param_1)
+{
+	.reg .pred 	%p<3>;
+	.reg .b32 	%r<12>;
+	.reg .b64 	%rd<6>;
+	ld.param.u64 	%rd1, [k_param_0];
+	ld.param.u32 	%r1, [k_param_1];
+	cvta.to.global.u64 	%rd2, %rd1;
+	mov.u32 	%r2, 0;
+	mov.u32 	%r3, 0;
+$L__loop:
+	mov.u32 	%r4, SPECIAL;
+	mul.lo.s32 	%r5, %r4, %r1;
+	add.s32 	%r6, %r5, 7;
+	add.s32 	%r3, %r3, %r6;
+	add.s32 	%r2, %r2, 1;
+	setp.lt.s32 	%p1, %r2, %r1;
+	@%p1 bra 	$L__loop;
+	st.global.u32 	[%rd2], %r3;
+	ret;
+}
+"""
+
+
+@pytest.mark.parametrize("special,hoisted", [("%ntid.x", 3), ("%ctaid.y", 3), ("%warpid", 0), ("%smid", 0)])
+def test_volatile_special_registers_are_not_hoisted(special, hoisted):
+    """%warpid and %smid are volatile in the PTX ISA (a thread may move while it runs): a loop
+    that reads them each time keeps doing so; the launch's constants are hoisted."""
+    out = apply(PASS, _SPECIAL_LOOP.replace("SPECIAL", special))
+    assert [c.description.split()[0] for c in out.changes.get("k", [])] == ["hoisted"] * hoisted
