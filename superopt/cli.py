@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from superopt.cli_input import BadInput, FiniteFloat, SafeGroup, parse_ptx, ptx_input, read_input, write_output
+from superopt.cli_input import (BackendChoice, BadInput, FiniteFloat, SafeGroup, parse_ptx, ptx_input, read_input,
+                                 write_output)
 
 
 # -h as well as --help, for every command (click hands a group's help options to its commands).
@@ -82,7 +83,7 @@ class _KernelProgress:
 @click.option("--kernel", "kernels", multiple=True, help="Only this kernel (mangled or demangled name); repeatable.")
 @click.option("--budget", type=FiniteFloat(min=0), help="Seconds per kernel (default: NVCC_PLUS_BUDGET or 30).")
 @click.option("--arch", default="sm_90", show_default=True, help="Target for .cu inputs (an -arch in NVCC_ARGS wins).")
-@click.option("--backend", type=click.Choice(["auto", "gpu", "emulator"]), default=None,
+@click.option("--backend", type=BackendChoice(), default=None,
               help="Default: NVCC_PLUS_BACKEND, nvcc-plus.toml, else auto.")
 @click.option("--no-gpu", "no_gpu", type=click.Choice(["locked", "estimate"]), default=None,
               help="Without a GPU: apply only locked decisions (default) or choose by a static estimate.")
@@ -306,7 +307,7 @@ def try_summary(c: dict) -> str:
 @click.argument("pass_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--on", "targets", multiple=True, required=True,
               type=click.Path(exists=True, path_type=Path), help="PTX/CU files or folders; repeatable.")
-@click.option("--backend", type=click.Choice(["auto", "gpu", "emulator"]), default="auto", show_default=True)
+@click.option("--backend", type=BackendChoice(), default="auto", show_default=True)
 @click.option("--arch", default="sm_90", show_default=True)
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Also write results as JSON.")
 @click.option("--strict", is_flag=True, help="Exit 1 also when a rewrite could not be verified (not only when one failed).")

@@ -112,6 +112,20 @@ def make_folder(path, what: str) -> None:
         raise BadInput(f"{path}: cannot create the {what} folder: {_why(exc)}") from None
 
 
+class BackendChoice(click.Choice):
+    """``--backend``: ``auto`` or a registered judge backend (``gpu``, ``emulator``, and any a
+    plugin or a test registered with :func:`superopt.judge.backends.base.register_backend`);
+    the registry is read when the option is parsed, not when the command is built."""
+
+    def __init__(self):
+        super().__init__(["auto", "gpu", "emulator"])
+
+    def convert(self, value, param, ctx):
+        from superopt.judge.backends.base import backend_names
+        self.choices = ("auto", *backend_names())
+        return super().convert(value, param, ctx)
+
+
 class FiniteFloat(click.FloatRange):
     """A float option within bounds that is also finite (``nan``/``inf`` are refused)."""
     name = "finite float"

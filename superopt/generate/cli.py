@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from superopt.cli_input import FiniteFloat
+from superopt.cli_input import BackendChoice, FiniteFloat
 from superopt.config.settings import env_value
 
 __all__ = ["generate_command"]
@@ -39,7 +39,7 @@ def _fail(console, message: str, code: int = 2):
 @click.option("--spec", help="Launch spec: a TOML/JSON file, or inline comment items "
                              "('grid=cdiv(n,256) block=256 a:f32[n] in c:f32[n] out n=4099').")
 @click.option("--arch", "target", default="sm_90", show_default=True, help="The PTX target.")
-@click.option("--backend", type=click.Choice(["auto", "gpu", "emulator"]), default="auto", show_default=True,
+@click.option("--backend", type=BackendChoice(), default="auto", show_default=True,
               help="Where the check runs (auto: the GPU when one is usable).")
 @click.option("--policy", default="exact", show_default=True, help="exact | ulp:N | rel:X (an opt-in tolerance).")
 @click.option("--sets", default=4, show_default=True, type=click.IntRange(min=1), help="Input sets per launch shape.")

@@ -17,7 +17,7 @@ import click
 
 from superopt.judge.check import COULD_NOT_JUDGE, EXIT_CODES, Policy, Verdict, check
 from superopt.specs.launch_spec import SpecError, load_spec
-from superopt.cli_input import FiniteFloat
+from superopt.cli_input import BackendChoice, FiniteFloat
 from superopt.store import safe_files
 
 MAX_SETS = 1000          # input sets per launch shape; each is launched four times
@@ -121,7 +121,7 @@ def _verify(baseline, candidate, kernel, spec_file, backend, pol, cnj, sets, see
 @click.option("--kernel", required=True, help="Kernel (.entry) name; a unique substring of the mangled name works.")
 @click.option("--spec", "spec_file", type=click.Path(exists=True, dir_okay=False),
               help="Launch spec (TOML or JSON); without it the spec is inferred from BASELINE, as the optimizer does.")
-@click.option("--backend", type=click.Choice(["auto", "gpu", "emulator"]), default="auto", show_default=True,
+@click.option("--backend", type=BackendChoice(), default="auto", show_default=True,
               help="auto: the GPU when one is usable, else the CPU emulator.")
 @click.option("--policy", default="exact", show_default=True,
               help="exact (bit-identical, NaN==NaN) | ulp:N | rel:X (opt-in tolerance, float buffers only)")

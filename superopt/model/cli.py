@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from superopt.cli_input import BadInput, FiniteFloat
+from superopt.cli_input import BackendChoice, BadInput, FiniteFloat
 
 CHECK_KERNEL = """.version 8.0
 .target sm_90
@@ -232,7 +232,7 @@ def serve_command(model, host, port, served_name, python, dry_run, vllm_args):
 @click.option("--local", "local", metavar="PATH")
 @click.option("--url")
 @click.option("--model", "model")
-@click.option("--backend", type=click.Choice(["auto", "gpu", "emulator"]), default="auto", show_default=True)
+@click.option("--backend", type=BackendChoice(), default="auto", show_default=True)
 @click.option("--mode", "modes", multiple=True, type=click.Choice(["plan", "rewrite"]))
 @click.option("--rounds", type=click.IntRange(min=1))
 @click.option("--samples", type=click.IntRange(min=1))

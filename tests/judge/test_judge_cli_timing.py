@@ -59,7 +59,7 @@ def test_json_output(ptx_files):
 
 @pytest.mark.parametrize("extra,msg", [
     ([], "no launch spec"),
-    (["--backend", "nonesuch"], "unknown backend"),
+    (["--backend", "nonesuch"], "'nonesuch' is not one of 'auto'"),    # only registered backends
     (["--policy", "loose"], "policy 'loose'"),
 ])
 def test_could_not_judge_exit_2(ptx_files, extra, msg):
