@@ -97,6 +97,13 @@ def main(argv: list[str] | None = None) -> int:
             log.info(f"passing through to {real}: {decision.reason}")
         return _exec(real, args)
 
+    from nvcc_plus import nothing_stored
+    if nothing_stored.nvcc_alone(cfg, _source_dirs(args)):
+        from nvcc_plus import once
+        if once.first_time(nothing_stored.NO_GPU_NO_LOCKFILE, rn.child_env()):
+            log.line(None, nothing_stored.NO_GPU_NO_LOCKFILE)
+        return _exec(real, args)
+
     from nvcc_plus import replay
     try:
         return replay.compile(real, args, cmd, cfg, log)

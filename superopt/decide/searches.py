@@ -13,7 +13,8 @@ from superopt.store.record import Status
 
 NO_GPU_LOCKED = ("no GPU and no locked or cached decision: nvcc's code kept "
                  "(NVCC_PLUS_NO_GPU=estimate searches with the emulator and a static estimate)")
-# Said once per build (not per file, not per kernel) when there is no lockfile either.
+# Said once per build (not per file, not per kernel) when there is no lockfile either; the
+# driver says the same line when it runs nvcc alone (nothing stored at all: nvcc_plus.nothing_stored)
 NO_GPU_NO_LOCKFILE = ("no GPU and no nvcc-plus.lock: this build uses nvcc's code (and decisions cached "
                       "here before). To optimize GPU-less builds, tune once on a GPU and commit the lockfile "
                       "(superopt tune --build \"make -B NVCC=nvcc-plus\" -- ./app writes nvcc-plus.lock), or set "

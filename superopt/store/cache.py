@@ -51,12 +51,8 @@ def configured_max_size(settings=None) -> int:
 
 
 def default_cache_dir() -> Path:
-    from superopt.config.settings import env_value
-    env = env_value("NVCC_PLUS_CACHE_DIR")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "nvcc-plus"
+    from superopt.store.locations import cache_dir
+    return cache_dir()
 
 
 def decision_key(*, kernel_text: str, globals_text: str, target: str, tool: str, policy: str,

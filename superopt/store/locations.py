@@ -11,7 +11,10 @@ in the working directory. Each of these lies on the read path, so the next build
 Before this rule the lock was read from the source's folder and written to the working
 directory: under CMake (compiling in the build directory) a build wrote a lock it never read.
 
-Standard library only.
+The decision cache's folder (``cache_dir``) is here too: the driver asks whether anything is
+stored before it does any work (:mod:`nvcc_plus.nothing_stored`).
+
+Standard library only (and the settings table, for the cache folder's variable).
 """
 from __future__ import annotations
 
@@ -71,3 +74,28 @@ def lockfile_to_write(source_dir=None, config_path: str | None = None, cwd=None,
         if folders and os.path.exists(os.path.join(folders[-1], ".git")):
             return Path(folders[-1]) / LOCK_NAME
     return Path(cwd or os.getcwd()) / LOCK_NAME
+
+
+def cache_dir(env=None) -> Path:
+    """The decision cache's folder: ``NVCC_PLUS_CACHE_DIR``, else ``$XDG_CACHE_HOME/nvcc-plus``,
+    else ``~/.cache/nvcc-plus``."""
+    from superopt.config.settings import env_value      # the variable and its aliases
+    env = os.environ if env is None else env
+    named = env_value("NVCC_PLUS_CACHE_DIR", env)
+    if named:
+        return Path(named)
+    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "nvcc-plus"
+
+
+def any_cached_decision(env=None) -> bool:
+    """Whether the decision cache may hold an entry (its ``decisions`` folder has anything in it;
+    a folder that cannot be read counts as holding one)."""
+    folder = cache_dir(env) / "decisions"
+    try:
+        with os.scandir(folder) as it:
+            return any(True for _ in it)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True

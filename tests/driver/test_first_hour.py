@@ -119,6 +119,11 @@ def test_a_gpu_less_locked_build_imports_no_numpy_networkx_or_pass(tmp_path):
     is imported (they cost a build 0.5 s of CPU per file once). Run in a Python that lists its
     modules at exit."""
     proj = _project(tmp_path)
+    # something in the cache (another module's entry): with nothing stored at all the driver
+    # would run nvcc alone (tests/driver/test_nothing_stored.py) and the optimizer never start
+    other = tmp_path / "cache" / "decisions" / "ab"
+    other.mkdir(parents=True)
+    (other / ("ab" + "0" * 62 + ".json")).write_text("{}")
     listing = tmp_path / "modules.txt"
     code = ("import atexit, runpy, sys\n"
             f"atexit.register(lambda: open({str(listing)!r}, 'w').write('\\n'.join(sorted(sys.modules))))\n"
