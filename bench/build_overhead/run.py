@@ -7,6 +7,9 @@ nvcc-plus runs as on a user's machine: with Python's bytecode cache (PYTHONDONTW
 some CI images and on the development machine, is removed from the builds' environment). The mode
 ``optimize-cold`` is ``optimize`` with no bytecode cache at all (PYTHONDONTWRITEBYTECODE=1 and an
 empty PYTHONPYCACHEPREFIX): every start compiles nvcc-plus from source, the worst case.
+``optimize`` with the default fresh cache has nothing stored, so the driver runs nvcc alone
+(:mod:`nvcc_plus.nothing_stored`); ``optimize-stored`` gives it a cache holding one unrelated
+decision, so every compilation takes the optimizer's full GPU-less path (look-ups that miss).
 
 Each repetition builds every configuration once from clean, in rotating order (so that drift in
 the machine's load spreads evenly), and records wall time and the CPU time of all the build's
@@ -67,6 +70,14 @@ def build_once(project: Path, nvcc: str, env: dict, jobs: int) -> dict:
     lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("nvcc-plus:")]
     return {"wall_s": wall, "cpu_s": cpu, "nvcc_plus_lines": len(lines),
             "first_line": lines[0] if lines else None}
+
+
+def _cache_with_an_entry(tmp: Path) -> Path:
+    """A decision cache holding one entry that no kernel of the project matches."""
+    folder = tmp / "stored-cache" / "decisions" / "00"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / ("00" * 32 + ".json")).write_text("{}")
+    return tmp / "stored-cache"
 
 
 def summarize(samples: list[float]) -> dict:
@@ -130,6 +141,10 @@ def main(argv: list[str] | None = None) -> int:
             "roundtrip": (plus, dict(base, NVCC_PLUS_MODE="roundtrip", NVCC_PLUS_REAL_NVCC=args.nvcc)),
             "optimize": (plus, dict(base, NVCC_PLUS_MODE="optimize", NVCC_PLUS_REAL_NVCC=args.nvcc)),
             "optimize-cold": (plus, cold),
+            # a cache that holds a decision (of no module here): the optimizer's full GPU-less path,
+            # as on a machine where something was tuned before (nvcc_plus/nothing_stored.py)
+            "optimize-stored": (plus, dict(base, NVCC_PLUS_MODE="optimize", NVCC_PLUS_REAL_NVCC=args.nvcc,
+                                           NVCC_PLUS_CACHE_DIR=str(_cache_with_an_entry(tmp)))),
         }
         for m in modes:
             if m not in configs:
