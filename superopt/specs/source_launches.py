@@ -341,8 +341,9 @@ class _Names:
             calls += 1
         return out if calls else None
 
-    def block(self, arg: str) -> tuple | None:
-        """The block of a launch's second argument, or None when it is not a constant."""
+    def _block_parts(self, arg: str) -> list[str] | None:
+        """The 1 to 3 dimension expressions of a launch's second argument (``dim3(...)``,
+        ``{...}``, a ``dim3`` variable, one expression), or None."""
         arg = arg.strip()
         m = re.fullmatch(r"dim3\s*[({](.*)[)}]", arg, re.S) or re.fullmatch(r"\{(.*)\}", arg, re.S)
         if m:
@@ -353,7 +354,12 @@ class _Names:
                 return None
         else:
             parts = [arg]
-        if not 1 <= len(parts) <= 3:
+        return parts if 1 <= len(parts) <= 3 else None
+
+    def block(self, arg: str) -> tuple | None:
+        """The block of a launch's second argument, or None when it is not a constant."""
+        parts = self._block_parts(arg)
+        if parts is None:
             return None
         dims = [self.value(p) for p in parts]
         if any(d is None or d < 1 for d in dims):
@@ -366,17 +372,8 @@ class _Names:
     def listed_blocks(self, arg: str, at: int) -> list[tuple] | None:
         """Every block a launch's second argument can be when it is chosen at run time among
         constants (see :meth:`values`); None when it is not so."""
-        arg = arg.strip()
-        m = re.fullmatch(r"dim3\s*[({](.*)[)}]", arg, re.S) or re.fullmatch(r"\{(.*)\}", arg, re.S)
-        if m:
-            parts = _split_top(m.group(1))
-        elif re.fullmatch(r"[A-Za-z_]\w*", arg) and arg in self.dims:
-            parts = self.dims[arg]
-            if parts is None:
-                return None
-        else:
-            parts = [arg]
-        if not 1 <= len(parts) <= 3:
+        parts = self._block_parts(arg)
+        if parts is None:
             return None
         per_dim = [self.values(p, at) for p in parts]
         if any(v is None for v in per_dim):
