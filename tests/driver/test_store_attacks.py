@@ -4,11 +4,8 @@ entry linked to /dev/zero must not be read until memory runs out, a checkout own
 another user must not steer a build run by root."""
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
-import resource
 import stat
 from pathlib import Path
 
@@ -23,42 +20,10 @@ from superopt.store.cache import DecisionCache
 from superopt.store.cache_stats import CacheStats
 from superopt.store.lockfile import Lockfile, LockfileError
 from superopt.store.locations import lockfile_to_read
+from tests.bounded import bounded_memory, within
 
 KEY = "ab" + "0" * 62
 PRECIOUS = "the user's file, which must stay as it is\n"
-
-
-class Blocked(BaseException):
-    """Raised into a blocked open or read; not an OSError, so no handler takes it for one."""
-
-
-@contextlib.contextmanager
-def must_finish_within(seconds: float):
-    """Fail (instead of hanging the test run) when the body blocks, as on a FIFO."""
-    def on_alarm(*_):
-        raise Blocked(f"blocked for more than {seconds} s")
-    old = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
-
-
-@contextlib.contextmanager
-def bounded_memory(extra: int = 1 << 30):
-    """At most ``extra`` more bytes of address space in the body: reading /dev/zero cannot be
-    interrupted by an alarm, and when that regresses it must end in a MemoryError, not take
-    the test machine's memory."""
-    pages = int(open("/proc/self/statm").read().split()[0])
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    cap = pages * os.sysconf("SC_PAGE_SIZE") + extra
-    resource.setrlimit(resource.RLIMIT_AS, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
-    try:
-        yield
-    finally:
-        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
 @pytest.fixture
@@ -134,7 +99,7 @@ def test_planted_gpu_lock_file_symlink_or_fifo_is_refused(tmp_path, monkeypatch,
             pass
     assert precious.read_text() == PRECIOUS
     os.mkfifo(gpu_lock.lock_path(1))
-    with must_finish_within(5), pytest.raises(safe_files.NotRegularFile, match="FIFO"):
+    with within(5), pytest.raises(safe_files.NotRegularFile, match="FIFO"):
         with gpu_lock.gpu_lock(1, timeout=0):
             pass
 
@@ -149,7 +114,7 @@ def _link(path: Path, target) -> Path:
 def test_fifo_cache_entry_is_absent_at_once(tmp_path):
     root = tmp_path / "cache"
     os.mkfifo(_entry_path(root))
-    with must_finish_within(5):
+    with within(5):
         assert DecisionCache(root).get(KEY) is None
     DecisionCache(root).put(KEY, {"plan": []})      # the next decision replaces it
     assert DecisionCache(root).get(KEY) == {"plan": []}
@@ -158,7 +123,7 @@ def test_fifo_cache_entry_is_absent_at_once(tmp_path):
 def test_cache_entry_linked_to_dev_zero_is_absent_at_once(tmp_path):
     root = tmp_path / "cache"
     _link(_entry_path(root), "/dev/zero")
-    with bounded_memory(), must_finish_within(5):
+    with bounded_memory(1 << 30), within(5):
         assert DecisionCache(root).get(KEY) is None
     assert DecisionCache(root).size() == (1, os.lstat(_entry_path(root)).st_size)   # the link, not /dev/zero
 
@@ -167,7 +132,7 @@ def test_cache_entry_linked_to_dev_zero_is_absent_at_once(tmp_path):
 def test_cache_entry_that_is_a_device_node_is_absent_at_once(tmp_path):
     root = tmp_path / "cache"
     os.mknod(_entry_path(root), 0o600 | stat.S_IFCHR, os.makedev(1, 5))       # /dev/zero's numbers
-    with bounded_memory(), must_finish_within(5):
+    with bounded_memory(1 << 30), within(5):
         assert DecisionCache(root).get(KEY) is None
 
 
@@ -193,11 +158,11 @@ def test_fifo_or_dev_zero_stats_read_as_empty(tmp_path):
     root = tmp_path / "cache"
     root.mkdir()
     os.mkfifo(root / "stats.json")
-    with must_finish_within(5):
+    with within(5):
         assert CacheStats(root).read()["hits"] == 0
     (root / "stats.json").unlink()
     _link(root / "stats.json", "/dev/zero")
-    with bounded_memory(), must_finish_within(5):
+    with bounded_memory(1 << 30), within(5):
         assert CacheStats(root).read()["hits"] == 0
         CacheStats(root).add(hits=2)          # replaces the link with a real file
     assert CacheStats(root).read()["hits"] == 2 and not (root / "stats.json").is_symlink()
@@ -214,19 +179,19 @@ def test_lockfile_that_is_no_regular_json_file_is_named(tmp_path, kind):
         lock.mkdir()
     else:
         lock.write_text('{"version": 1, "decisions": ' + "[" * 100_000 + "]" * 100_000 + "}")
-    with bounded_memory(), must_finish_within(5), pytest.raises(LockfileError, match=str(lock)):
+    with bounded_memory(1 << 30), within(5), pytest.raises(LockfileError, match=str(lock)):
         Lockfile(lock)
 
 
 def test_fifo_ledger_is_refused_at_once(tmp_path):
     os.mkfifo(tmp_path / "ledger")
-    with must_finish_within(5), pytest.raises(safe_files.NotRegularFile, match="FIFO"):
+    with within(5), pytest.raises(safe_files.NotRegularFile, match="FIFO"):
         budget.Ledger(str(tmp_path / "ledger"), 100.0).start()
 
 
 def test_fifo_config_file_is_a_problem_not_a_hang(tmp_path):
     os.mkfifo(tmp_path / "cfg.toml")
-    with must_finish_within(5):
+    with within(5):
         cfg = C.load({}, {"NVCC_PLUS_CONFIG": str(tmp_path / "cfg.toml")}, cwd=str(tmp_path))
     assert any("cfg.toml" in p and "FIFO" in p for p in cfg.problems), cfg.problems
 
@@ -312,6 +277,6 @@ def test_fifo_capture_file_is_not_used_and_does_not_stall_the_build(tmp_path, mo
     monkeypatch.chdir(tmp_path)
     sources._CAPTURES.clear()
     ptx, cu = _files(tmp_path, 2)
-    with must_finish_within(10):
+    with within(10):
         res = optimize_module(ptx, source=cu, settings=Settings({"no_gpu": "locked", "backend": "emulator"}))
     assert any("capture not used" in m and "FIFO" in m for m in res.messages), res.messages

@@ -5,13 +5,10 @@ never a Python traceback, never a hang, never the last-resort "internal error" l
 cause is handled where it arises). Run in-process with click's CliRunner."""
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import random
-import resource
 import shutil
-import signal
 from pathlib import Path
 
 import pytest
@@ -19,6 +16,7 @@ from click.testing import CliRunner
 
 from superopt.cli import main
 from superopt.store import safe_files
+from tests.bounded import bounded_memory, within
 from tests.reports.records import kernel, module
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,36 +24,6 @@ GOOD_PTX = (ROOT / "tests" / "capture" / "data" / "k.ptx").read_text()
 GOOD_PASS = ROOT / "tests" / "search" / "data" / "example_pass.py"
 HUGE_LIMIT = 1 << 20                     # the input cap during the test; "huge" is twice that
 KINDS = ["empty", "random", "non-utf8", "nested", "huge", "fifo", "folder", "dev-zero", "missing"]
-
-
-class Hung(BaseException):
-    """Raised into a command that blocks; not an Exception, so nothing in it catches it."""
-
-
-@contextlib.contextmanager
-def within(seconds: float):
-    def on_alarm(*_):
-        raise Hung(f"the command blocked for more than {seconds} s")
-    old = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
-
-
-@contextlib.contextmanager
-def bounded_memory(extra: int = 2 << 30):
-    """Reading /dev/zero cannot be interrupted: if it regresses, a MemoryError, not the machine's memory."""
-    pages = int(open("/proc/self/statm").read().split()[0])
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    cap = pages * os.sysconf("SC_PAGE_SIZE") + extra
-    resource.setrlimit(resource.RLIMIT_AS, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
-    try:
-        yield
-    finally:
-        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
 def make_input(folder: Path, kind: str, suffix: str) -> Path:
@@ -145,7 +113,7 @@ OVERRIDES = {
 
 
 def run(args: list[str], timeout: float = 20.0):
-    with bounded_memory(), within(timeout):
+    with bounded_memory(2 << 30), within(timeout):
         return CliRunner().invoke(main, args)
 
 
