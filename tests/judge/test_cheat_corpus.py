@@ -44,50 +44,20 @@ import shutil
 import subprocess
 import sys
 import time
-import tomllib
-from functools import lru_cache
 from pathlib import Path
 
 import pytest
 
-import ptx_ir
 from superopt.judge.check import ACCEPTED, REJECTED, check
 from superopt.judge.inputs import fresh_seed
-from superopt.specs.inference import infer_specs
-from superopt.specs.launch_spec import load_spec
+from tests.judge.corpus import Corpus, assert_verdict
 
 HERE = Path(__file__).resolve().parent / "cheats"
-MANIFEST = tomllib.loads((HERE / "manifest.toml").read_text())
-VARIANTS = {v["name"]: v for v in MANIFEST["variant"]}
-KERNELS = MANIFEST["kernels"]
+CORPUS = Corpus(HERE)
+MANIFEST, VARIANTS, KERNELS = CORPUS.manifest, CORPUS.variants, CORPUS.kernels
+base_ptx, variant_ptx, spec_of = CORPUS.base_ptx, CORPUS.variant_ptx, CORPUS.spec_of
 SEEDS = 5
 TIMES: dict = {}
-
-
-def base_ptx(kernel: str) -> str:
-    return (HERE / KERNELS[kernel]["ptx"]).read_text()
-
-
-def variant_ptx(name: str) -> str:
-    return (HERE / "variants" / f"{name}.ptx").read_text()
-
-
-@lru_cache(maxsize=None)
-def spec_of(kernel: str, which: str):
-    k = KERNELS[kernel]
-    if which == "explicit":
-        return load_spec(str(HERE / k["spec"]))
-    # as superopt.specs.sources.find_spec: the first spec the inference gives
-    res = infer_specs(ptx_ir.parse(base_ptx(kernel)), k["entry"], source_text=(HERE / k["source"]).read_text())
-    assert res.specs, f"no inferred spec for {kernel}: {getattr(res, 'reason', res)}"
-    return res.specs[0]
-
-
-def assert_verdict(v, want: dict, where: str):
-    assert v.status == want["verdict"], f"{where}: expected {want['verdict']}, got {v.summary()}"
-    if want["verdict"] == REJECTED:
-        phrases = want.get("reason", [])
-        assert any(p in v.reason for p in phrases), f"{where}: reason lacks {phrases}: {v.reason}"
 
 
 def test_manifest_is_complete():
