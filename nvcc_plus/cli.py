@@ -98,7 +98,9 @@ def main(argv: list[str] | None = None) -> int:
         return _exec(real, args)
 
     from nvcc_plus import nothing_stored
-    if nothing_stored.nvcc_alone(cfg, _source_dirs(args)):
+    # the folders the optimizer would look for nvcc-plus.lock from (every CUDA input, -x cu included)
+    dirs = list(dict.fromkeys(os.path.dirname(os.path.abspath(p)) for p in cmd.cuda_inputs()))
+    if nothing_stored.nvcc_alone(cfg, dirs):
         from nvcc_plus import once
         if once.first_time(nothing_stored.NO_GPU_NO_LOCKFILE, rn.child_env()):
             log.line(None, nothing_stored.NO_GPU_NO_LOCKFILE)

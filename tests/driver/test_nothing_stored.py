@@ -36,6 +36,21 @@ def _cfg(tmp_path: Path, env: dict, toml: str | None = None):
     return cfgmod.load({}, env=env, cwd=str(tmp_path))
 
 
+def _listing_driver(listing: Path) -> str:
+    """``python -c`` code running nvcc-plus that appends the modules it loaded to ``listing``
+    when it execs the real nvcc (or exits)."""
+    return ("import atexit, os, runpy, sys\n"
+            f"def listing(): open({str(listing)!r}, 'a').write('\\n'.join(sorted(sys.modules)) + '\\n')\n"
+            "atexit.register(listing)\n"
+            "real_execve = os.execve\n"
+            "def execve(*a):\n"
+            "    listing()\n"
+            "    real_execve(*a)\n"
+            "os.execve = execve\n"
+            "sys.argv = ['nvcc-plus'] + sys.argv[1:]\n"
+            "runpy.run_module('nvcc_plus', run_name='__main__')\n")
+
+
 def test_the_line_is_the_optimizers_and_the_device_question_the_judges(monkeypatch):
     from superopt.decide.searches import NO_GPU_NO_LOCKFILE
     from superopt.judge import devices
@@ -104,17 +119,7 @@ def test_the_build_runs_nvcc_alone_says_so_once_and_gives_nvccs_object(tmp_path)
     for name in ("a", "b"):
         (tmp_path / f"{name}.cu").write_text(SAXPY_CU.replace("saxpy", f"saxpy_{name}"))
     listing = tmp_path / "modules.txt"
-    # the modules loaded when the process execs the real nvcc (or exits)
-    code = ("import atexit, os, runpy, sys\n"
-            f"def listing(): open({str(listing)!r}, 'a').write('\\n'.join(sorted(sys.modules)) + '\\n')\n"
-            "atexit.register(listing)\n"
-            "real_execve = os.execve\n"
-            "def execve(*a):\n"
-            "    listing()\n"
-            "    real_execve(*a)\n"
-            "os.execve = execve\n"
-            "sys.argv = ['nvcc-plus'] + sys.argv[1:]\n"
-            "runpy.run_module('nvcc_plus', run_name='__main__')\n")
+    code = _listing_driver(listing)
     env = base_env(NVCC_PLUS_CACHE_DIR=str(tmp_path / "cache"), NVCC_PLUS_BUILD_LEDGER=str(tmp_path / "b.ledger"))
     said = []
     for name in ("a", "b"):
@@ -136,3 +141,24 @@ def test_the_build_runs_nvcc_alone_says_so_once_and_gives_nvccs_object(tmp_path)
     code_of = [subprocess.run([tool, "-sass", "-ptx", o], capture_output=True, text=True, check=True).stdout
                for o in (tmp_path / "a.o", tmp_path / "plain.o")]
     assert "saxpy_a" in code_of[0] and code_of[0] == code_of[1]
+
+
+@no_device
+@needs_nvcc
+def test_a_lockfile_beside_a_dash_x_cu_source_keeps_the_full_path(tmp_path):
+    """``-x cu other/k.cpp``: the optimizer reads the lockfile from the source's folder, so the
+    driver asks there too (an extension scan would miss it and skip the locked decisions)."""
+    (tmp_path / ".git").mkdir()
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "k.cpp").write_text(SAXPY_CU)
+    (other / "nvcc-plus.lock").write_text('{"version": 1, "entries": {}}')
+    build = tmp_path / "build"
+    build.mkdir()
+    listing = tmp_path / "modules.txt"
+    code = _listing_driver(listing)
+    env = base_env(NVCC_PLUS_CACHE_DIR=str(tmp_path / "cache"))
+    res = run([sys.executable, "-c", code, "-arch=sm_90", "-x", "cu", "-c", str(other / "k.cpp"), "-o", "k.o"],
+              build, env)
+    assert res.returncode == 0, res.stderr.decode()
+    assert "nvcc_plus.replay" in listing.read_text().split()
