@@ -4,7 +4,6 @@ completion, and spec fixes that nvcc's own code runs under before they are print
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -14,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from superopt.cli import main
+from tests.search.cli_env import env  # noqa: F401 - the fixture
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not found")
 REPO = Path(__file__).resolve().parents[2]
@@ -34,17 +34,6 @@ FAR_CU = """__global__ void far(const float* x, float* y, int n) {
   if (i < n) y[i] = x[i + 3 * n];
 }
 """
-
-
-@pytest.fixture
-def env(tmp_path, monkeypatch):
-    for k in list(os.environ):
-        if k.startswith("NVCC_PLUS_"):
-            monkeypatch.delenv(k)
-    monkeypatch.setenv("NVCC_PLUS_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / ".git").mkdir()
-    return tmp_path
 
 
 def invoke(*args, env=None):

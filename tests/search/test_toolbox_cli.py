@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from superopt.cli import main
 from superopt.config.resolved import Settings
+from tests.search.cli_env import env  # noqa: F401 - the fixture
 
 DATA = Path(__file__).resolve().parent / "data"
 QUICKSTART = Path(__file__).resolve().parents[1] / "driver" / "data" / "quickstart" / "saxpy.cu"
@@ -24,17 +25,6 @@ __global__ void weird(Big b, float* out) {
 }
 """
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not found")
-
-
-@pytest.fixture
-def env(tmp_path, monkeypatch):
-    for k in list(os.environ):
-        if k.startswith("NVCC_PLUS_"):
-            monkeypatch.delenv(k)
-    monkeypatch.setenv("NVCC_PLUS_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / ".git").mkdir()
-    return tmp_path
 
 
 def invoke(*args):
