@@ -50,19 +50,22 @@ MODES = ("nvcc", "plus", "capture")
 LINE_RE = re.compile(r"^NVCC_PLUS_BENCH kernel_ms=([0-9.eE+-]+|nan|inf) check=(PASS|FAIL)\s*$", re.M)
 # a program timed at several block sizes (biasgrad) prints one such line per block size too
 BLOCK_RE = re.compile(r"^NVCC_PLUS_BENCH block=(\d+) kernel_ms=([0-9.eE+-]+|nan|inf) check=(PASS|FAIL)\s*$", re.M)
+# a program timing each kernel by itself (bench/alias) prints one such line per kernel too
+PER_KERNEL_RE = re.compile(r"^NVCC_PLUS_BENCH kernel=(\w+) kernel_ms=([0-9.eE+-]+|nan|inf) check=(PASS|FAIL)\s*$", re.M)
 KERNEL_RE = re.compile(r"__global__\s+void\s+(\w+)")
 
 
 # ---------------------------------------------------------------- discovery and tools
 
-def programs() -> list[str]:
-    return sorted(p.name for p in HERE.iterdir()
+def programs(root: Path = HERE) -> list[str]:
+    """The program folders under root (default bench/programs)."""
+    return sorted(p.name for p in root.iterdir()
                   if p.is_dir() and ((p / "Makefile").is_file() or (p / "CMakeLists.txt").is_file()))
 
 
-def kernels_of(name: str) -> list[str]:
+def kernels_of(name: str, root: Path = HERE) -> list[str]:
     out: list[str] = []
-    for src in sorted((HERE / name).glob("*.cu")):
+    for src in sorted((root / name).glob("*.cu")):
         out += KERNEL_RE.findall(src.read_text())
     return out
 
@@ -181,10 +184,10 @@ def tail(text: str, n: int = 2000) -> str:
 
 
 def build(name: str, mode: str, compiler: str, work: Path, env: dict, timeout: float,
-          system: str) -> dict:
-    """Copy the program to work/<mode>/<name> and build it; returns the build record with the
-    binary's path (or None)."""
-    src = HERE / name
+          system: str, root: Path = HERE) -> dict:
+    """Copy the program root/<name> to work/<mode>/<name> and build it; returns the build record
+    with the binary's path (or None)."""
+    src = root / name
     dest = work / mode / name
     if dest.exists():
         shutil.rmtree(dest)
@@ -233,6 +236,10 @@ def parse_run(r: dict) -> dict:
               for b in BLOCK_RE.finditer(r["stdout"])}
     if blocks:
         out["blocks"] = blocks
+    per_kernel = {k.group(1): {"kernel_ms": float(k.group(2)), "check": k.group(3)}
+                  for k in PER_KERNEL_RE.finditer(r["stdout"])}
+    if per_kernel:
+        out["per_kernel"] = per_kernel
     if out["check"] == "PASS" and r["rc"] != 0:
         out["check"] = "ERROR"                # a PASS line, then a crash
     if out["check"] != "PASS":
@@ -270,15 +277,17 @@ def summarize(rec: dict) -> None:
 
 # ---------------------------------------------------------------- one program
 
-def bench_program(name: str, args, work: Path, tools: dict) -> dict:
+def bench_program(name: str, args, work: Path, tools: dict, root: Path = HERE) -> dict:
+    """Build the program root/<name> (default under bench/programs) in every mode of args.modes,
+    run the builds --reps rounds and summarize; returns the program's row."""
     print(f"[programs] {name}: building ({', '.join(args.modes)}) ...", flush=True)
     base_env = {k: v for k, v in os.environ.items() if k != "NVCC_PLUS_CAPTURE"}
-    row: dict = {"program": name, "kernels": kernels_of(name), "modes": {}}
+    row: dict = {"program": name, "kernels": kernels_of(name, root), "modes": {}}
     records_root = (args.records or work / "records").resolve()
     need_plain = "nvcc" in args.modes or ("capture" in args.modes and not args.dry_run)
     plain_bin = None
     if need_plain:
-        b = build(name, "nvcc", tools["nvcc"], work, base_env, args.build_timeout, args.build_system)
+        b = build(name, "nvcc", tools["nvcc"], work, base_env, args.build_timeout, args.build_system, root)
         plain_bin = b["binary"]
         if "nvcc" in args.modes:
             row["modes"]["nvcc"] = {"build": b, "runs": []}
@@ -304,7 +313,7 @@ def bench_program(name: str, args, work: Path, tools: dict) -> dict:
 
     if "plus" in args.modes:
         env = plus_env("plus")
-        b = build(name, "plus", tools["nvcc_plus"], work, env, args.build_timeout, args.build_system)
+        b = build(name, "plus", tools["nvcc_plus"], work, env, args.build_timeout, args.build_system, root)
         row["modes"]["plus"] = {"build": b, "runs": [], "records_dir": env["NVCC_PLUS_REPORT_DIR"]}
         print(f"[programs] {name}: nvcc-plus build {'ok' if b['ok'] else 'FAILED'} ({b['seconds']:.1f} s)", flush=True)
 
@@ -341,7 +350,7 @@ def bench_program(name: str, args, work: Path, tools: dict) -> dict:
                 env = plus_env("capture")
                 env["NVCC_PLUS_CAPTURE"] = str(cap)
                 b = build(name, "capture", tools["nvcc_plus"], work, env, args.build_timeout,
-                          args.build_system)
+                          args.build_system, root)
                 rec["build"] = b
                 rec["records_dir"] = env["NVCC_PLUS_REPORT_DIR"]
                 print(f"[programs] {name}: nvcc-plus+capture build {'ok' if b['ok'] else 'FAILED'} "
