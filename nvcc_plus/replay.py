@@ -24,6 +24,7 @@ from nvcc_plus import depfile, plan as planmod, progress_view, real_nvcc as rn, 
 from nvcc_plus.argv import NvccCommand
 from nvcc_plus.config import Config
 from nvcc_plus.log import Log
+from nvcc_plus.restrict_variant import RestrictVariant
 
 
 class Passthrough(Exception):
@@ -47,6 +48,7 @@ class _State:
     fallbacks: list[tuple[str, str, str | None, str | None]] = field(default_factory=list)
     dep_procs: list = field(default_factory=list)
     build_notes: list[str] = field(default_factory=list)   # said once per build (nvcc_plus.once)
+    variant_errors: list[tuple[str, str, str | None]] = field(default_factory=list)  # (source, error, arch)
 
 
 def _write(fd: int, data: bytes) -> None:
@@ -144,6 +146,12 @@ class Replayer:
         if self.cfg.mode == "optimize" and progress_view.wanted(self.cfg.progress):
             view = progress_view.ProgressView(f"{os.path.basename(source)} {step.arch or ''}".strip())
             config["progress"] = view
+        variant = None
+        if self.cfg.mode == "optimize":
+            # the same unit compiled as if every kernel pointer were __restrict__: made only if the
+            # optimizer asks (the restrict-body pass), once per cicc step
+            variant = RestrictVariant(step.line, env, os.getcwd())
+            config["restrict_variant"] = variant
         try:
             res = swap.swap_file(step.ptx, optimizer=self.optimizer, mode=self.cfg.mode,
                                  source=step.source_path or step.source, target=step.arch,
@@ -152,6 +160,11 @@ class Replayer:
             if view is not None:
                 view.close()
         seconds = time.monotonic() - t0
+        if variant is not None and variant.called:
+            if variant.error:
+                st.variant_errors.append((source, variant.error, step.arch))
+            elif self.cfg.verbose:
+                self.log.info(f"{source}: restrict-compiled variant of {step.arch} made in {variant.seconds:.2f} s")
         if self.cfg.verbose:
             self.log.info(f"{source}: optimizer on {step.arch} took {seconds:.2f} s"
                           f" ({'changed' if res.changed else 'unchanged'})")
@@ -225,6 +238,7 @@ class Replayer:
                 _write(2, err)
             self._report_kept()
         self._report_fallbacks()
+        self._report_variant_errors()
         self._report_build_notes()
         dep_rc, dep_err = self._wait_deps()
         if rc == 0 and dep_rc != 0:
@@ -277,6 +291,16 @@ class Replayer:
         for (source, error, kernel), archs in grouped.items():
             what = (f"kernel {kernel}: " if kernel else "") + error
             self.log.line(source, f"{what} ({', '.join(archs)}); using nvcc's own PTX")
+
+    def _report_variant_errors(self) -> None:
+        """The restrict-compiled variant that could not be made: one line per file and error
+        (the build goes on; only the restrict-body pass went without it)."""
+        grouped: dict[tuple[str, str], list[str]] = {}
+        for source, error, arch in self.state.variant_errors:
+            grouped.setdefault((source, error), []).append(arch or "?")
+        for (source, error), archs in grouped.items():
+            self.log.line(source, f"restrict-compiled variant not made: {error} ({', '.join(archs)}); "
+                                  f"the kernels were optimized without it")
 
     def _report_build_notes(self) -> None:
         """Lines true of the whole build: the first compilation of the build to have one says it."""

@@ -38,7 +38,12 @@ def optimize_ptx(ptx: str, *, mode: str = "optimize", source: str | None = None,
     (``compute_90``), both for messages, records and the cache key. ``config``: the driver's
     dict (the nvcc-plus.toml document with ``config_path``; ``overrides``: flags by toml key; the
     run's ``deadline`` and ``progress`` observer; ``preprocessed``: the path of the translation
-    unit as nvcc preprocessed it, launch blocks are read from it) or a
+    unit as nvcc preprocessed it, launch blocks are read from it; ``restrict_variant``: a callable
+    ``() -> str | None`` giving the same unit's PTX for this ``target`` compiled by cicc with
+    ``-kernel-params-are-restrict`` -- what ``nvcc -restrict`` makes -- or None when it cannot be made.
+    It is called at most once, and only when a kernel about to be searched could use it (the
+    ``restrict-body`` pass: two or more pointer parameters, one written); the caller memoizes it and
+    reports its own errors, and an exception it raises only loses that variant) or a
     :class:`superopt.config.resolved.Settings`.
     """
     if mode not in MODES:
@@ -63,7 +68,7 @@ def optimize_ptx(ptx: str, *, mode: str = "optimize", source: str | None = None,
     try:
         result = optimize_module(ptx, target=target, source=source, settings=settings,
                                  deadline=cfg.get("deadline"), progress=cfg.get("progress"),
-                                 unit=cfg.get("preprocessed"))
+                                 unit=cfg.get("preprocessed"), restrict_variant=cfg.get("restrict_variant"))
     except BaseException as exc:
         partial = getattr(exc, "partial", None)
         if partial is not None:

@@ -28,18 +28,21 @@ __all__ = ["optimize_module", "ModuleResult"]
 def optimize_module(ptx: str, *, target: str | None = None, source: str | None = None,
                     settings: Settings | None = None, deadline: float | None = None, progress=None,
                     kernels: list[str] | None = None, judge: "Judge | None" = None,
-                    spec_for=None, unit: str | None = None) -> ModuleResult:
+                    spec_for=None, unit: str | None = None, restrict_variant=None) -> ModuleResult:
     """Decide every kernel of ``ptx`` (or those named in ``kernels``). ``deadline``: no search
     starts after it (time.time()); ``progress``: a :class:`superopt.search.progress.SearchProgress`;
     ``judge``: judge with this instead of the configured backend; ``spec_for(module, kernel)``:
     (specs, origin) or (None, reason) instead of the configured spec sources; ``unit``: the path of
-    the translation unit as nvcc preprocessed it (launch blocks are read from it)."""
+    the translation unit as nvcc preprocessed it (launch blocks are read from it);
+    ``restrict_variant``: ``() -> str | None``, the same unit's PTX compiled by cicc with
+    ``-kernel-params-are-restrict`` (called at most once, only when a kernel to be searched could
+    use it: the ``restrict-body`` pass)."""
     module = ptx_ir.parse(ptx)
     settings = settings or Settings()
     options = search_options(settings)
     run = ModuleRun(ptx, module, target=target or (module.target[0] if module.target else "sm_75"),
                     source=source, settings=settings, options=options, kernels=kernels, deadline=deadline,
-                    progress=progress, unit=unit)
+                    progress=progress, unit=unit, restrict_variant=restrict_variant)
     sources = _decision_sources(run, judge, spec_for)
     try:
         for job in run.jobs(by_expected_gain=sources[-1].searches()):

@@ -21,8 +21,9 @@ from superopt.config.settings import BY_ENV, SETTINGS, SettingError, did_you_mea
 __all__ = ["Settings", "SettingError", "RUN_KEYS"]
 
 # Keys of the optimizer's config dict that are not settings but the run's own (the driver's
-# soft deadline, a progress observer, command-line overrides, the preprocessed unit's path).
-RUN_KEYS = ("deadline", "progress", "overrides", "preprocessed")
+# soft deadline, a progress observer, command-line overrides, the preprocessed unit's path, the
+# restrict-compiled variant of the unit: superopt.api.optimize_ptx).
+RUN_KEYS = ("deadline", "progress", "overrides", "preprocessed", "restrict_variant")
 
 
 class Settings:

@@ -54,8 +54,13 @@ def toolchain_identity() -> str:
 class ModuleRun:
     def __init__(self, ptx: str, module: ptx_ir.Module, *, target: str, source: str | None,
                  settings: Settings, options: SearchOptions, kernels: list[str] | None = None,
-                 deadline: float | None = None, progress=None, unit: str | None = None):
+                 deadline: float | None = None, progress=None, unit: str | None = None,
+                 restrict_variant=None):
         self.ptx, self.module, self.target, self.source = ptx, module, target, source
+        # () -> the same unit's PTX compiled with -kernel-params-are-restrict, or None (the
+        # driver's, memoized there); asked only when a kernel to be searched could use it
+        self.restrict_variant = restrict_variant
+        self._restrict_module: list = []
         self.unit = unit              # the preprocessed translation unit (launch blocks), or None
         self.settings, self.options, self.deadline = settings, options, deadline
         self.records = rec.module_record(source=source, target=target, mode="optimize")
@@ -125,6 +130,57 @@ class ModuleRun:
             text = source_text_of(self.source) or ""
             self._explicit_possible = bool(self.settings.document.get("kernels")) or "nvcc-plus:" in text
         return self._explicit_possible
+
+    # ---- facts of the module a search gives the passes (LAUNCH_FACTS beside the launch's) ---
+    def options_for(self, kernel: str) -> SearchOptions:
+        """The run's search options for ``kernel``, with its module facts (``restrict_body``)."""
+        from dataclasses import replace
+        facts = self.kernel_facts(kernel)
+        return replace(self.options, facts={**self.options.facts, **facts}) if facts else self.options
+
+    def kernel_facts(self, kernel: str) -> dict:
+        """``{"restrict_body": PTX text}`` when the restrict-compiled unit can give ``kernel`` a
+        different body that versioning can use; else ``{}``. The variant is asked for only here,
+        so a build that searches no kernel that could use it never compiles it."""
+        if self.restrict_variant is None or "restrict-body" not in self.pass_names:
+            return {}
+        try:
+            fn = self.module.function(kernel)
+        except KeyError:
+            return {}
+        roles = [r for r in fn.param_roles if r.pointer]
+        if len(roles) < 2 or not any(r.written for r in roles):
+            return {}                  # nothing restrict could tell cicc
+        restrict = self.restrict_module()
+        if restrict is None:
+            return {}
+        try:
+            fast = restrict.function(kernel)
+        except KeyError:
+            return {}
+        from ptx_ir.printer import emit_function
+        from superopt.passes._versioning import refusal, same_code
+        if fast.is_declaration or same_code(fn, fast):
+            return {}
+        why = refusal(fn, fast, fast_module=restrict, base_module=self.module)
+        if why:
+            if self.verbose:
+                self.messages.append(f"{kernel}: restrict-compiled body not used: {why}")
+            return {}
+        return {"restrict_body": emit_function(fast)}
+
+    def restrict_module(self) -> ptx_ir.Module | None:
+        """The restrict-compiled unit, parsed once (None when the driver could not make it)."""
+        if not self._restrict_module:
+            module = None
+            try:
+                text = self.restrict_variant()
+                if text:
+                    module = ptx_ir.parse(text)
+            except Exception as exc:  # noqa: BLE001 - a variant that fails only loses an idea
+                self.messages.append(f"restrict-compiled PTX not used: {type(exc).__name__}: {exc}")
+            self._restrict_module.append(module)
+        return self._restrict_module[0]
 
     def note_for_build(self, line: str) -> None:
         """A line true of the whole build (see ModuleResult.build_notes), once per module."""

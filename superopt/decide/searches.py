@@ -104,13 +104,16 @@ class LocalSearch:
             self._prewarm()
             if not prepare(run, job, self.spec_for):
                 return True
+            # the kernel's module facts (the restrict-compiled variant: a cicc run) before the GPU is
+            # held, and only for a kernel that can be judged
+            options = run.options_for(job.kernel) if job.choices else run.options
             hold = getattr(judge, "hold", None)
             run.notify("kernel_started", job.signature or job.kernel, job.index, job.total, run.options.budget_s)
             started = time.monotonic()
             try:
                 with (hold(_gpu_wait_deadline(run.deadline)) if hold else nullcontext()) as device:
                     kr, winner, chosen, tried = search_choices(
-                        run.module, job.kernel, job.choices, options=run.options, deadline=run.deadline,
+                        run.module, job.kernel, job.choices, options=options, deadline=run.deadline,
                         share=job.share, judge=judge, target=run.target)
                     if device is not None:
                         kr["device"] = {"name": device.name, "uuid": device.uuid, "ordinal": device.ordinal}
@@ -181,7 +184,7 @@ class ClusterSearches:
             run.skip(job, f"not verifiable: {job.why_none}", status=Status.NOT_VERIFIABLE, notes=job.notes)
             return True
         payload = {"ptx": run.ptx, "kernel": job.kernel, "target": run.target, "choices": job.choices,
-                   "share": job.share, "options": run.options}
+                   "share": job.share, "options": run.options_for(job.kernel)}
         sub = self.cluster.submit(payload, self.cluster.limit_for(run.options, run.deadline))
         self.sent.append((sub, job, run.add(None)))       # its place, filled when the answer comes
         return True

@@ -34,7 +34,8 @@ one new file here and its tests, nothing else):
   memory is moved come before hints and knobs, since within a budget they are worth more);
 * ``launch_params`` -- parameters the search fills from the launch, ``{param: fact}``, facts
   being :data:`LAUNCH_FACTS` (a pass that specialises for the timed block asks
-  ``{"block": "timed_block"}``);
+  ``{"block": "timed_block"}``; ``restrict-body`` asks ``{"restrict": "restrict_body"}``, the kernel's
+  restrict-compiled PTX, a fact of the module rather than of the launch);
 * ``carries_code`` -- its parameters carry code (a model's function body): a lockfile or cache
   entry naming it is applied only after the judge accepts the result against nvcc's code.
 
@@ -63,6 +64,11 @@ LAUNCH_FACTS = {
                    "safe choice for a pass that tests %ntid at run time",
     "contract_block": "the largest block of a launch spec a person wrote or the program's captured "
                       "launches (the launch contract; none for inferred specs)",
+    # Not of the launch but of the module: the search gives it with the launch facts.
+    "restrict_body": "the kernel as cicc compiles the same translation unit with "
+                     "-kernel-params-are-restrict (its function's PTX text), made only when the driver "
+                     "can (optimize_ptx's config['restrict_variant']) and the kernel writes through one of "
+                     "two or more pointer parameters",
 }
 DEFAULT_ORDER = 100        # passes that do not say: after every built-in structural pass
 

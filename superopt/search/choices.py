@@ -68,11 +68,12 @@ def launch_facts(choice) -> dict:
     return facts
 
 
-def launch_params(choice) -> dict:
+def launch_params(choice, extra: dict | None = None) -> dict:
     """``{pass: {param: value}}`` for every registered pass that asks for launch facts this
-    spec source has (``PassInfo.launch_params``)."""
+    spec source has (``PassInfo.launch_params``); ``extra``: the kernel's facts of the module
+    (``SearchOptions.facts``: ``restrict_body``), given the same way."""
     from superopt.passes import registry
-    facts = launch_facts(choice)
+    facts = {**launch_facts(choice), **(extra or {})}
     out: dict = {}
     for name, info in registry().items():
         params = {p: facts[f] for p, f in info.launch_params.items() if f in facts}
@@ -86,7 +87,7 @@ def kernel_search_options(options: SearchOptions, choice, deadline, share=None) 
     if share is not None and share >= MAJOR_SHARE:
         # Where the program spends its time is where the search spends its own.
         out = replace(out, budget_s=2 * out.budget_s)
-    filled = launch_params(choice)
+    filled = launch_params(choice, out.facts)
     if filled:
         out = replace(out, extra_params={**out.extra_params, **filled})
     if getattr(choice, "launches", None) is not None:

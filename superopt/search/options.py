@@ -26,6 +26,9 @@ class SearchOptions:
     # per kernel: the other launches the program may make, where the candidate to keep is
     # timed too (superopt.specs.program_launches.ProgramLaunches; None: what the specs say)
     launches: object = None
+    # per kernel: facts of the module beside the launch's (superopt.passes.LAUNCH_FACTS:
+    # restrict_body), filled into the passes that ask for them like the launch facts
+    facts: dict = field(default_factory=dict)
 
 
 def _origin(settings: Settings, name: str) -> str:

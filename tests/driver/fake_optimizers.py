@@ -143,3 +143,19 @@ def searcher(ptx, *, mode="optimize", source=None, target=None, config=None):
         if progress is not None:
             progress.kernel_finished(f"{name}(float*)", status, 0.01)
     return OptimizeOutcome(ptx=ptx, changed=False, records=[{"target": target, "kernels": kernels}])
+
+
+def restrict_probe(ptx, *, mode="optimize", source=None, target=None, config=None):
+    """Asks for the restrict-compiled variant (config['restrict_variant']) twice and writes what
+    it got to ``NVCC_PLUS_TEST_RESTRICT.<target>`` ("None" when there was none)."""
+    _log(source, target)
+    variant = (config or {}).get("restrict_variant")
+    first = variant() if variant is not None else None
+    again = variant() if variant is not None else None
+    out = os.environ.get("NVCC_PLUS_TEST_RESTRICT")
+    if out:
+        with open(f"{out}.{target}", "w") as f:
+            f.write("None" if first is None else first)
+            if again is not first:
+                f.write("\n// NOT MEMOIZED\n")
+    return OptimizeOutcome(ptx=ptx, changed=False)
