@@ -932,8 +932,8 @@ def build_alias_check(fn) -> tuple[AliasCheck | None, str]:
                 continue
             pairs.add((w.param, o.param))
             before, after, both = c.reg(".pred"), c.reg(".pred"), c.reg(".pred")
-            c.emit(I("setp", ".le.s64", before, w.hi, o.lo),
-                   I("setp", ".le.s64", after, o.hi, w.lo),
+            c.emit(I("setp", ".le.s64", before, c.operand(w.hi), c.operand(o.lo)),
+                   I("setp", ".le.s64", after, c.operand(o.hi), c.operand(w.lo)),
                    I("or", ".pred", both, before, after))
             disjoint.append(both)
     predicate = disjoint[0]
