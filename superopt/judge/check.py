@@ -76,6 +76,13 @@ buffer. What it does, and why:
   by the multiset of (buffer, element, added value) and each target's chain of returned old
   values (:mod:`superopt.judge.atomic_judge`), everything else bit-exactly; evidence
   ``atomic_log``. Still exact: the candidate can give exactly the results nvcc's code can.
+* **Buffers that overlap.** For a kernel with a written buffer and another buffer parameter,
+  up to four aliased layouts (:mod:`superopt.judge.alias_check`: a written buffer in place on,
+  shifted by one element from, or in the middle of another buffer, one allocation and guard zones
+  around the union) at the smallest launch: nvcc's code runs each three times (other schedules on
+  the emulator), a layout where it faults or races is dropped (evidence ``aliasing``), and every
+  candidate must match it on the others, so one that silently assumes its buffers do not alias
+  is rejected with the layout named. nvcc's runs there are part of :class:`BaselineRuns`.
 * **Exact by default.** Bit-identical outputs, with every NaN equal to every NaN. A
   tolerance (``ulp:N`` or ``rel:X`` on float buffers) is an explicit opt-in and is
   recorded in the verdict.
@@ -96,7 +103,7 @@ from typing import Any, Union
 import numpy as np
 
 import ptx_ir
-from superopt.judge import atomic_judge, size_proof
+from superopt.judge import alias_check, atomic_judge, size_proof
 from superopt.judge.backends.base import Backend, BackendUnavailable, get_backend
 from superopt.judge.inputs import (POISONS, InputSet, candidate_poison, complement_poison, fresh_seed, input_plan,
                                    is_nan_bits, make_input_set, make_rng, snapshot_array, work_growth)
@@ -393,6 +400,8 @@ class BaselineRuns:
     # the backend the runs were made on when it is not the one asked for: nvcc's code relies on
     # the lanes of a warp running in step (Backend.lanes_in_step); candidates run there too
     backend: Any = None
+    # nvcc's runs on the aliased layouts it is judged on (superopt.judge.alias_check.AliasRuns), or None
+    aliased: Any = None
 
 
 NOT_DETERMINISTIC = "the baseline is not deterministic"
@@ -710,12 +719,15 @@ def _run_baseline(baseline_ptx: str, spec: LaunchSpec, *, backend: Union[str, Ba
         ev["notes"].append(f"the baseline reads outside buffers {sorted(base_guard_reads)} (a candidate may read "
                            f"as far, no farther)")
     phases["baseline_compare"] = round((t_late - t_phase) + (time.monotonic() - t_after), 4)
+    # --- buffers that overlap (superopt.judge.alias_check): nvcc's runs on the aliased layouts
+    aliased = alias_check.run_baseline_layouts(baseline_ptx, spec, be, policy, seed, base_sets, valid, ev,
+                                               launch_timeout=launch_timeout, prove=prove, atomic=atomic)
     ev["baseline_seconds"] = [r.elapsed for r in bres if r.elapsed is not None]
     ev["baseline_wall_seconds"] = round(time.monotonic() - t_start, 4)
     return BaselineRuns(baseline_ptx=baseline_ptx, spec=spec, kernel=kname, policy=policy,
                         seed=seed, sets=base_sets, results=bres, valid=valid, unwritten=unwritten,
                         writes_input=base_writes_input, slowest=slowest, evidence=ev,
-                        guard_reads=base_guard_reads, taint=base_taint, atomic=atomic)
+                        guard_reads=base_guard_reads, taint=base_taint, atomic=atomic, aliased=aliased)
 
 
 def _golden_problem(spec: LaunchSpec, base_sets, bres, unwritten, valid, policy, ev, atomic=None) -> str | None:
@@ -951,7 +963,9 @@ def _judge_candidate(bl: BaselineRuns, candidate_ptx: str, be: Backend, launch_t
     static = _static_verdict(bl.baseline_ptx, candidate_ptx, bl.kernel, policy, ev, t_start)
     if static is not None:
         return static
-    bounds = _launch_bounds_problem(candidate_ptx, bl.kernel, [bl.sets[i] for i in bl.valid])
+    aliased = bl.aliased
+    bounds = _launch_bounds_problem(candidate_ptx, bl.kernel, [bl.sets[i] for i in bl.valid]
+                                    + (list(aliased.sets) if aliased is not None else []))
     if bounds:
         return done(REJECTED, f"the candidate cannot be launched as the check launches it: {bounds}")
     base_sets, bres, valid, unwritten = bl.sets, bl.results, bl.valid, bl.unwritten
@@ -982,6 +996,10 @@ def _judge_candidate(bl: BaselineRuns, candidate_ptx: str, be: Backend, launch_t
             csets.append(s.with_outputs(new, rng, f"candidate-{rep}"))
             reps.append(rep)
     ev["candidate_poisons"] = poisons
+    n_main = len(csets)
+    # the aliased sets come last in the same module load: a fault there leaves the others' results
+    acsets = alias_check.candidate_sets(aliased, policy, rng) if aliased is not None and bl.atomic is None else []
+    acres: list = []
     phases["candidate_inputs"] = round(time.monotonic() - t_phase, 4)
     t_phase = time.monotonic()
     atomic = bl.atomic
@@ -992,7 +1010,8 @@ def _judge_candidate(bl: BaselineRuns, candidate_ptx: str, be: Backend, launch_t
                                          f"candidate's cannot be logged: {cinst.reason}")
         cres, clogs = atomic_judge.run_logged(be, cinst, spec, csets, cand_timeout, rng)
     else:
-        cres = be.run_many(candidate_ptx, spec, csets, timeout=cand_timeout)
+        cres = be.run_many(candidate_ptx, spec, csets + acsets, timeout=cand_timeout)
+        cres, acres = cres[:n_main], cres[n_main:]
     phases["candidate_runs"] = round(time.monotonic() - t_phase, 4)
     t_phase = time.monotonic()
 
@@ -1063,6 +1082,10 @@ def _judge_candidate(bl: BaselineRuns, candidate_ptx: str, be: Backend, launch_t
                 mm = Mismatch(i, cs.label, rep, b.name, kind, jx, int(bad.sum()), bval, cval, b.length,
                               dst.get("max_abs_diff"), dst.get("max_ulp_diff"))
                 return done(REJECTED, f"output differs: {mm.describe()}", mm)
+    if acsets:
+        why = alias_check.judge_candidate(aliased, acsets, acres, policy, bl.guard_reads, cand_timeout)
+        if why:
+            return done(REJECTED, why[0], why[1])
     phases["candidate_compare"] = round(time.monotonic() - t_phase, 4)
     ev["max_diff"] = max_diff
     race = _race_verdict(bl.baseline_ptx, candidate_ptx, bl.kernel, ev, spec)
@@ -1079,6 +1102,10 @@ def _judge_candidate(bl: BaselineRuns, candidate_ptx: str, be: Backend, launch_t
         also = (f"; float atomic adds judged by their contributions ({n} records, the same multiset as nvcc's "
                 f"on every launch, each target's chain of old values consistent)")
         ev["atomic_log"]["candidate_records"] = n
+    if acsets:
+        ev["aliasing"]["candidate_launches"] = len(acsets)
+        also += (f"; {'identical' if policy.exact else f'within {policy}'} with buffers that overlap on "
+                 f"{len(aliased.sets)} aliased layouts ({len(acsets)} launches)")
     return done(ACCEPTED, (f"identical on {len(valid)} input sets ({n_launch} candidate launches)"
                            if policy.exact else f"within {policy} on {len(valid)} input sets"
                            f" ({n_launch} candidate launches)") + also)

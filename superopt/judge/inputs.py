@@ -33,6 +33,10 @@ The input plan (:func:`input_plan`) is the same whatever the spec's origin: main
 sets for every residue mod 8 (and 15 mod 16), one large set (:class:`LargeTarget`,
 per backend) and a whole-block set where the large one is not run; free float scalars get
 ``-a``, 0 and -0.0, and values with a full random significand (:func:`inexact_float`).
+
+Aliased sets (:func:`alias_layouts`, :func:`aliased_set`) lay one written buffer inside the
+allocation of another (in place, shifted by one element, in the middle of a larger input), for
+the check's launches whose buffers overlap (superopt.judge.alias_check).
 """
 from __future__ import annotations
 
@@ -52,7 +56,9 @@ __all__ = [
     "default_distribution", "float_specials", "is_nan_bits", "size_variants", "tail_variants",
     "free_scalars", "multiple_variant", "input_plan", "snapshot_array", "extra_sizes", "large_variant",
     "LargeTarget", "CPU_LARGE", "InputPlan", "PlannedSet", "inexact_float", "work_growth", "is_inferred",
-    "POISONS", "candidate_poison", "TAIL_RESIDUES",
+    "POISONS", "candidate_poison", "TAIL_RESIDUES", "MAX_ALIAS_LAYOUTS", "AliasLayout", "alias_layouts",
+    "one_thread_sizes", "AliasGeometry", "alias_geometry", "union_bytes", "union_view", "normalize_alias",
+    "aliased_set",
 ]
 
 GUARD_BYTES = 256
@@ -363,7 +369,9 @@ class InputSet:
     guards: dict[str, tuple[bytes, bytes]]
     distributions: dict[str, str] = field(default_factory=dict)
     run_tag: str = ""           # which run of the set this is (baseline-1, candidate-2, ...)
-    kind: str = "main"          # what the set is for: main | tail | whole blocks | large
+    kind: str = "main"          # what the set is for: main | tail | whole blocks | large | aliased
+    # an aliased set (:func:`aliased_set`): one buffer laid out inside another's allocation
+    alias: "AliasLayout | None" = None
 
     @property
     def scalars(self) -> dict:
@@ -373,16 +381,21 @@ class InputSet:
         return {b.name: b.length for b in self.spec.buffers}
 
     def describe(self) -> dict:
-        return {"set": self.index, "label": self.label, "kind": self.kind, "seed": self.seed, "scalars": self.scalars,
-                "grid": list(self.spec.grid), "block": list(self.spec.block),
-                "lengths": self.sizes(), "distributions": dict(self.distributions)}
+        d = {"set": self.index, "label": self.label, "kind": self.kind, "seed": self.seed, "scalars": self.scalars,
+             "grid": list(self.spec.grid), "block": list(self.spec.block),
+             "lengths": self.sizes(), "distributions": dict(self.distributions)}
+        if self.alias is not None:
+            d["alias"] = self.alias.to_dict()
+        return d
 
     def with_outputs(self, outputs: dict[str, np.ndarray], rng: np.random.Generator, tag: str = "") -> "InputSet":
-        """Same inputs, new initial output contents and fresh guard canaries."""
+        """Same inputs, new initial output contents and fresh guard canaries (an aliased set:
+        made consistent again, :func:`normalize_alias`)."""
         data = dict(self.data)
         data.update(outputs)
         guards = {name: make_guards(rng) for name in self.guards}
-        return replace(self, data=data, guards=guards, run_tag=tag)
+        out = replace(self, data=data, guards=guards, run_tag=tag)
+        return normalize_alias(out) if out.alias is not None else out
 
 
 @functools.lru_cache(maxsize=16)
@@ -907,3 +920,184 @@ def candidate_poison(kind: str, ref: np.ndarray, et: Union[ElemType, str], rng: 
         p = p.copy()
         p[same] = fix
     return p
+
+
+# --------------------------------------------------------------------------- aliased layouts
+
+# Every input set of the plan gives each pointer parameter its own allocation, so a candidate
+# that assumes its buffers do not overlap would pass; a program may pass overlapping pointers
+# (``scale(x, x)``, ``y = x + 1``), and nvcc's code stays right for them. The check therefore
+# also runs a few *aliased* sets (superopt.judge.check): one written buffer laid out inside
+# the allocation of another. At most this many layouts per kernel:
+MAX_ALIAS_LAYOUTS = 4
+
+
+@dataclass(frozen=True)
+class AliasLayout:
+    """The written buffer ``buffer`` laid out inside the allocation of ``onto``: its view starts
+    ``offset`` bytes after ``onto``'s start (negative: before it). ``kind``: ``in place`` (the same
+    start, as ``scale(x, x)``), ``shift`` (``shift`` elements of ``buffer``'s type, e.g. +1 and -1:
+    ``y = x + 1``), ``middle`` (inside a larger input, about its middle). Offsets keep natural
+    alignment (a multiple of both element sizes). ``offset`` is None until :meth:`at` resolves the
+    layout for a set's lengths."""
+    buffer: str
+    onto: str
+    kind: str
+    shift: int = 0                 # elements of `buffer`'s type from `onto`'s start
+    offset: int | None = None      # bytes, once resolved
+
+    def at(self, rs: LaunchSpec) -> "AliasLayout | None":
+        """This layout for the resolved spec ``rs`` (lengths known), or None when it has no
+        meaning there (the middle of an input that is not larger than the buffer)."""
+        w, h = rs.param(self.buffer), rs.param(self.onto)
+        if self.kind == "middle":
+            step = math.lcm(w.elem.size, h.elem.size)
+            off = ((h.nbytes - w.nbytes) // 2) // step * step
+            if off <= 0:
+                return None
+            return replace(self, shift=off // w.elem.size, offset=off)
+        return replace(self, offset=self.shift * w.elem.size)
+
+    def describe(self) -> str:
+        if self.kind == "in place":
+            return f"{self.buffer} aliased onto {self.onto} at the same start (in place)"
+        if self.kind == "middle":
+            where = f" (+{self.shift} elements)" if self.offset is not None else ""
+            return f"{self.buffer} aliased onto the middle of {self.onto}{where}"
+        return f"{self.buffer} aliased onto {self.onto} at {self.shift:+d} element{'s' if abs(self.shift) != 1 else ''}"
+
+    def to_dict(self) -> dict:
+        return {"layout": self.describe(), "buffer": self.buffer, "onto": self.onto, "kind": self.kind,
+                "shift_elements": self.shift, "offset_bytes": self.offset}
+
+
+def alias_layouts(spec: LaunchSpec, cap: int = MAX_ALIAS_LAYOUTS) -> list[AliasLayout]:
+    """The aliased layouts the check runs for ``spec`` (at most ``cap``; none for a kernel
+    without a written buffer (``out``/``inout``) and another buffer parameter). For the first
+    written buffer W that has another buffer H of the same element size (H: an input before an
+    output, then one of W's length expression, then parameter order): W on H in place, at +1
+    and at -1 element; then W on the middle of the largest input larger than W (at the spec's
+    sizes; any element size). Buffers reached only through a struct (``embedded``) are left
+    out."""
+    bufs = [b for b in spec.buffers if not b.embedded]
+    written = [b for b in bufs if b.direction in ("out", "inout")]
+    if not written or len(bufs) < 2:
+        return []
+    try:
+        rs = spec.resolved()
+        nbytes = {b.name: b.nbytes for b in rs.buffers}
+    except SpecError:
+        nbytes = {}
+    out: list[AliasLayout] = []
+    for w in written:
+        hosts = [h for h in bufs if h.name != w.name and h.elem.size == w.elem.size]
+        if not hosts:
+            continue
+        hosts.sort(key=lambda h: (h.direction == "out", str(h.length_expr) != str(w.length_expr)))
+        h = hosts[0]
+        out = [AliasLayout(w.name, h.name, "in place"), AliasLayout(w.name, h.name, "shift", 1),
+               AliasLayout(w.name, h.name, "shift", -1)]
+        break
+    for w in written:
+        bigger = [h for h in bufs if h.name != w.name and h.direction != "out"
+                  and nbytes.get(h.name, 0) > nbytes.get(w.name, 0) + 2 * math.lcm(w.elem.size, h.elem.size)]
+        if bigger:
+            h = max(bigger, key=lambda h: nbytes[h.name])
+            out.append(AliasLayout(w.name, h.name, "middle"))
+            break
+    return out[:cap]
+
+
+def one_thread_sizes(spec: LaunchSpec, ov: dict) -> dict | None:
+    """``ov`` with the size parameters that set the grid (all sizes where none does) at their
+    smallest value (1, or the multiple their values keep: :func:`extra_sizes`), so that one
+    thread of the launch does the work: None when the spec does not let those sizes vary or
+    nothing changes. A sized kernel guards its threads (``if (i < n)``), so the others exit."""
+    sizes = extra_sizes(spec)
+    if not sizes:
+        return None
+    from superopt.specs.launch_spec import expr_names
+    in_grid = {n for g in spec.grid for n in expr_names(g)} & set(sizes)
+    pick = in_grid or set(sizes)
+    new = dict(ov)
+    for n in pick:
+        new[n] = sizes[n]
+    return None if all(new.get(n) == ov.get(n, spec.scalar_values().get(n)) for n in pick) else new
+
+
+@dataclass
+class AliasGeometry:
+    """Where the views of an aliased set lie in the one allocation (the *union*) that holds
+    both: ``at[name]`` is each view's byte offset in the union of ``size`` bytes. The overlap
+    starts from the bytes of ``winner`` (:func:`normalize_alias`); ``overlap`` marks the elements of
+    ``loser`` inside the winner's bytes (compared through the winner's view)."""
+    size: int
+    at: dict
+    winner: str
+    loser: str
+    overlap: np.ndarray
+
+
+def alias_geometry(s: InputSet) -> AliasGeometry:
+    lay = s.alias
+    w, h = s.spec.param(lay.buffer), s.spec.param(lay.onto)
+    lo = min(0, lay.offset)
+    hi = max(h.nbytes, lay.offset + w.nbytes)
+    at = {h.name: -lo, w.name: lay.offset - lo}
+    # an input's data is what the overlap holds (a buffer the kernel reads); between two inputs
+    # or two outputs, the host's
+    winner, loser = (w, h) if (h.direction == "out" and w.direction != "out") else (h, w)
+    es = loser.elem.size
+    starts = at[loser.name] + np.arange(int(loser.length), dtype=np.int64) * es
+    ws, we = at[winner.name], at[winner.name] + winner.nbytes
+    overlap = (starts < we) & (starts + es > ws)
+    return AliasGeometry(size=hi - lo, at=at, winner=winner.name, loser=loser.name, overlap=overlap)
+
+
+def union_bytes(s: InputSet, geom: AliasGeometry | None = None) -> np.ndarray:
+    """The initial bytes of an aliased set's union: the loser's data, then the winner's over it."""
+    geom = geom or alias_geometry(s)
+    u = np.zeros(geom.size, np.uint8)
+    for name in (geom.loser, geom.winner):
+        b = np.ascontiguousarray(s.data[name]).view(np.uint8).reshape(-1)
+        u[geom.at[name]:geom.at[name] + b.size] = b
+    return u
+
+
+def union_view(u: np.ndarray, s: InputSet, name: str, geom: AliasGeometry | None = None) -> np.ndarray:
+    """Buffer ``name``'s elements in the union bytes ``u`` (a copy)."""
+    geom = geom or alias_geometry(s)
+    p = s.spec.param(name)
+    return np.ascontiguousarray(u[geom.at[name]:geom.at[name] + p.nbytes]).view(p.elem.dtype).copy()
+
+
+def normalize_alias(s: InputSet) -> InputSet:
+    """An aliased set whose ``data`` agrees with its union: the loser's elements in the overlap
+    take the winner's bytes, so that each buffer's ``data`` is what the kernel sees through it.
+    The overlap thus holds the input's data (an output's poison only where no input covers it)."""
+    geom = alias_geometry(s)
+    data = dict(s.data)
+    data[geom.loser] = union_view(union_bytes(s, geom), s, geom.loser, geom)
+    return replace(s, data=data)
+
+
+def aliased_set(spec: LaunchSpec, seed: int, index: int, overrides: dict, layout: AliasLayout,
+                rng: np.random.Generator) -> InputSet | None:
+    """One aliased input set: fresh inputs at ``overrides`` (free float scalars get a value with a
+    full random significand: :func:`inexact_float`), ``layout`` resolved for its lengths, data
+    made consistent (:func:`normalize_alias`). None when the layout has no meaning at these sizes
+    (the views would not overlap, or the input is not larger)."""
+    ov = dict(overrides)
+    for sc in free_scalars(spec):
+        if sc.elem.is_float:
+            ov[sc.name] = inexact_float(sc.elem, float(sc.value), rng)
+    s = make_input_set(spec, seed, index, scalars=ov, kind="aliased", rotation=0)
+    lay = layout.at(s.spec)
+    if lay is None:
+        return None
+    sizes = _sizes_text(ov, spec)
+    label = f"aliased set {index} ({lay.describe()}; {sizes})"
+    s = replace(s, alias=lay, label=label)
+    if not alias_geometry(s).overlap.any():
+        return None                      # side by side at these sizes (a buffer of one element at -1)
+    return normalize_alias(s)

@@ -256,18 +256,28 @@ class Worker:
         Items: ("s", bytes) a scalar; ("b", blob, front, back) a buffer argument; ("e", ...)
         a buffer that is not an argument (reached through a struct's pointer field); ("t",
         bytes, [(offset, buffer number)]) a struct by value whose pointer fields get the
-        addresses of those buffers (numbered in order of the "b"/"e" items).
+        addresses of those buffers (numbered in order of the "b"/"e"/"u"/"v" items). An aliased
+        set (two views in one allocation): ("u", blob, front, back, offset) a buffer argument
+        whose blob is the union of both views, guarded around the union, its own view
+        ``offset`` bytes in; ("v", buffer number, offset) a buffer argument that is a view
+        ``offset`` bytes (may be negative) from that buffer's address, with no allocation.
 
         Returns (param storage arrays, allocations as (dptr, data bytes, blob index, guard))."""
         cu = self.cu
         g = int(s["guard"])
         allocs = []
         addresses = []
+        views = []
         try:
             for item in s["params"]:
                 if item[0] in ("s", "t"):
                     continue
-                _, idx, front, back = item
+                if item[0] == "v":
+                    views.append((len(addresses), item[1], int(item[2])))
+                    addresses.append(None)
+                    continue
+                idx, front, back = item[1:4]
+                at = int(item[4]) if item[0] == "u" else 0
                 data = blobs[idx]
                 n = data.nbytes
                 d = self._chk(cu.cuMemAlloc(n + 2 * g), "cuMemAlloc")
@@ -281,7 +291,9 @@ class Worker:
                     self._chk(cu.cuMemcpyHtoD(cu.CUdeviceptr(base + g), data.ctypes.data, n), "cuMemcpyHtoD")
                 if g:
                     self._chk(cu.cuMemcpyHtoD(cu.CUdeviceptr(base + g + n), bk.ctypes.data, g), "cuMemcpyHtoD")
-                addresses.append(base + g)
+                addresses.append(base + g + at)
+            for k, host, rel in views:
+                addresses[k] = addresses[host] + rel
         except BaseException:
             self._free(allocs)
             raise
@@ -296,16 +308,23 @@ class Worker:
                     raw[off:off + 8] = int(addresses[no]).to_bytes(8, "little")
                 args.append(np.frombuffer(bytes(raw), np.uint8).copy())
             else:
-                if item[0] == "b":
+                if item[0] in ("b", "u", "v"):
                     args.append(np.array([addresses[k]], np.uint64))
                 k += 1
         return args, allocs
 
     def _read_set(self, s: dict, blobs: list, allocs) -> list:
-        """Per buffer (data or None when unchanged, front guard bytes, back guard bytes)."""
+        """Per buffer item (data or None when unchanged, front guard bytes, back guard bytes); a
+        view ("v") has no allocation of its own: (None, b"", b"") (its bytes are in the union's)."""
         g = int(s["guard"])
         out = []
-        for d, n, idx, _ in allocs:
+        kinds = [item[0] for item in s["params"] if item[0] not in ("s", "t")]
+        left = iter(allocs)
+        for kind in kinds:
+            if kind == "v":
+                out.append((None, b"", b""))
+                continue
+            d, n, idx, _ = next(left)
             raw = np.empty(n + 2 * g, np.uint8)
             self._chk(self.cu.cuMemcpyDtoH(raw.ctypes.data, d, n + 2 * g), "cuMemcpyDtoH")
             data = raw[g:g + n]

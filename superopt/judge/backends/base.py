@@ -73,6 +73,10 @@ class Backend(ABC):
     # What the check's input plan cannot choose on this backend (the hardware's), for the
     # verdict's evidence: e.g. the order blocks run in, register contents at launch.
     not_chosen: tuple = ()
+    # Whether it lays out an aliased input set (``InputSet.alias``: one buffer's view inside
+    # another's allocation, superopt.judge.inputs.aliased_set); the check runs aliased layouts only
+    # on backends that do (the emulator and the GPU), none on others (test fakes).
+    aliasing: bool = False
 
     def large_target(self):
         """How large the check's one large input set is here

@@ -29,6 +29,7 @@ import time
 import numpy as np
 
 from superopt.judge.backends.base import Backend, RunResult, check_guards
+from superopt.judge.inputs import alias_geometry, union_bytes
 from superopt.judge.phases import measured
 
 __all__ = ["EmulatorBackend"]
@@ -138,6 +139,28 @@ def launch_plan(set_index: int, fill: str, across_warps: bool, cross_block: bool
     return kw
 
 
+# The schedules of an aliased set's launches, in turn by launch (superopt.judge.inputs.aliased_set):
+# whatever the kernel's shared memory, a global store through one view may be what another
+# thread loads through the other, so nvcc's own runs there vary the warp schedule (lanes of a
+# warp out of step too) and the block order, and a race the overlap creates shows as results
+# that differ between its runs (the check then drops the layout).
+ALIAS_SCHEDULES = ("min-pc", "warps-down", "quarters-up", "interleave", "warps-up", "quarters-down")
+
+
+def alias_launch_plan(run: int, lane_splits: bool = True) -> dict:
+    """The emulator's schedule for the ``run``-th launch (1, 2, ...) of an aliased set in one call:
+    :data:`ALIAS_SCHEDULES` in turn (without the quarter warps when ``lane_splits`` is False), and
+    the blocks up, down and in random order in turn."""
+    rot = ALIAS_SCHEDULES if lane_splits else tuple(s for s in ALIAS_SCHEDULES if not s.startswith("quarters"))
+    k = (int(run) - 1) % len(rot)
+    kw: dict = {"schedule": rot[k]}
+    order = BLOCK_ORDER_ROTATION[(int(run) - 1) % len(BLOCK_ORDER_ROTATION)]
+    if order != "up":
+        kw["block_order"] = order
+        kw["min_chunks"] = ORDER_MIN_CHUNKS
+    return kw
+
+
 def _schedule(set_index: int, fill: str, across_warps: bool, grid, block) -> str:
     """The first serial schedule of a launch (:func:`launch_plan`), or ``"min-pc"``."""
     s = launch_plan(set_index, fill, across_warps, False, grid, block)["schedule"]
@@ -154,6 +177,7 @@ def _cross_block(ptx: str, kernel: str) -> bool:
 
 class EmulatorBackend(Backend):
     name = "emulator"
+    aliasing = True
 
     def __init__(self, *, fma_contraction: str = "auto", chunk_lanes: int | None = None,
                  default_timeout: float = DEFAULT_LAUNCH_TIMEOUT):
@@ -261,14 +285,16 @@ class EmulatorBackend(Backend):
                     results.append(RunResult("launch_error", error="too much shared memory for one block"))
                     continue
                 params, allocs, watch, addresses = [], [], [], {}
+                # an aliased set (superopt.judge.inputs.aliased_set): `alias.onto`'s allocation holds
+                # the union of both views, guarded around the union; `alias.buffer` is a view in it
+                alias = s.alias
+                geom = alias_geometry(s) if alias is not None else None
                 for p in rs.params:
-                    if isinstance(p, Scalar):
-                        params.append(_pack_scalar(p))
+                    if isinstance(p, (Scalar, Bytes)) or (geom is not None and p.name == alias.buffer):
                         continue
-                    if isinstance(p, Bytes):
-                        params.append(p)           # packed below, once its buffers have addresses
-                        continue
-                    data = np.ascontiguousarray(s.data[p.name]).view(np.uint8).reshape(-1)
+                    union = geom is not None and p.name == alias.onto
+                    data = (union_bytes(s, geom) if union
+                            else np.ascontiguousarray(s.data[p.name]).view(np.uint8).reshape(-1))
                     front, back = s.guards[p.name]
                     g = len(front)
                     base = dev.alloc(data.size + 2 * g, 256)
@@ -279,14 +305,24 @@ class EmulatorBackend(Backend):
                     allocs.append((p, base, data, g))
                     zone_end = base + (-(-(data.size + 2 * g) // 256) * 256)
                     watch.append((p.name, base, zone_end, base + g, base + g + data.size))
-                    addresses[p.name] = base + g
-                    if not p.embedded:
-                        params.append(base + g)
+                    addresses[p.name] = base + g + (geom.at[p.name] if union else 0)
+                if geom is not None:
+                    addresses[alias.buffer] = addresses[alias.onto] - geom.at[alias.onto] + geom.at[alias.buffer]
+                for p in rs.params:
+                    if isinstance(p, Scalar):
+                        params.append(_pack_scalar(p))
+                    elif isinstance(p, Bytes):
+                        params.append(p)           # packed below, once its buffers have addresses
+                    elif not p.embedded:
+                        params.append(addresses[p.name])
                 params = [v.packed(addresses) if isinstance(v, Bytes) else v for v in params]
                 seed = int.from_bytes(os.urandom(8), "little")
                 t0 = time.perf_counter()
                 kw = {"chunk_lanes": self.chunk_lanes} if self.chunk_lanes else {}
-                kw.update(launch_plan(s.index, fill, across_warps, cross_block, grid, block, self.lane_splits))
+                if alias is not None:
+                    kw.update(alias_launch_plan(seen[s.index], self.lane_splits))
+                else:
+                    kw.update(launch_plan(s.index, fill, across_warps, cross_block, grid, block, self.lane_splits))
                 stats = dev.launch(spec.kernel, grid, block, params, shared_bytes=int(rs.shared_bytes),
                                    timeout=limit, seed=seed, watch=watch, register_fill=fill, **kw)
                 r.guard_reads = stats.get("guard_reads", {})
@@ -297,12 +333,20 @@ class EmulatorBackend(Backend):
                 for p, base, data, g in allocs:
                     raw = dev.heap.read(base, data.size + 2 * g)
                     front, back = s.guards[p.name]
-                    out = raw[g:g + data.size]
-                    same = np.array_equal(out, data)
-                    r.outputs[p.name] = s.data[p.name] if same else out.view(p.elem.dtype).copy()
-                    r.inputs_unchanged[p.name] = bool(same)
                     ok, why = check_guards(front, back, raw[:g].tobytes(), raw[g + data.size:].tobytes())
-                    r.guards_intact[p.name] = ok
+                    names = [p.name]
+                    if geom is not None and p.name == alias.onto:
+                        names.append(alias.buffer)
+                        if not ok:
+                            why = f"around the union of {alias.onto!r} and {alias.buffer!r} ({alias.describe()}): {why}"
+                    for name in names:
+                        q = rs.param(name)
+                        lo = g + (geom.at[name] if len(names) > 1 else 0)
+                        out = raw[lo:lo + q.nbytes]
+                        same = np.array_equal(out, np.ascontiguousarray(s.data[name]).view(np.uint8).reshape(-1))
+                        r.outputs[name] = s.data[name] if same else out.view(q.elem.dtype).copy()
+                        r.inputs_unchanged[name] = bool(same)
+                        r.guards_intact[name] = ok
                     if not ok:
                         r.guard_damage[p.name] = why
             except Unsupported as e:

@@ -27,7 +27,8 @@ import numpy as np
 
 from superopt.judge.backends import _proto
 from superopt.judge.backends.base import Backend, BackendUnavailable, RunResult, check_guards
-from superopt.judge.inputs import GUARD_BYTES, InputSet, LargeTarget, _cast_floats
+from superopt.judge.inputs import (GUARD_BYTES, InputSet, LargeTarget, _cast_floats, alias_geometry, union_bytes,
+                                   union_view)
 from superopt.specs.launch_spec import Buffer, Bytes, LaunchSpec, Scalar
 
 __all__ = ["GpuBackend", "probe_gpu", "pack_sets", "unpack_result", "GPU_LARGE"]
@@ -63,6 +64,11 @@ def pack_sets(spec: LaunchSpec, sets: list[InputSet], *, guards: bool = True) ->
         rs = s.spec
         params = []
         buf_no = {p.name: k for k, p in enumerate(b for b in rs.params if isinstance(b, Buffer))}
+        # an aliased set (superopt.judge.inputs.aliased_set): the host's item ("u") is the union
+        # of both views, guarded around it, with its own view's offset in it; the aliased buffer
+        # is a view ("v": host buffer number, byte offset from the host's view)
+        alias = s.alias
+        geom = alias_geometry(s) if alias is not None else None
         for p in rs.params:
             if isinstance(p, Scalar):
                 params.append(("s", pack_scalar(p, p.value)))
@@ -70,8 +76,12 @@ def pack_sets(spec: LaunchSpec, sets: list[InputSet], *, guards: bool = True) ->
             if isinstance(p, Bytes):
                 params.append(("t", p.raw, [(off, buf_no[name]) for off, name in p.pointers.items()]))
                 continue
-            arr = s.data[p.name]
-            if arr.nbytes != p.nbytes:
+            if geom is not None and p.name == alias.buffer:
+                params.append(("v", buf_no[alias.onto], geom.at[p.name] - geom.at[alias.onto]))
+                continue
+            union = geom is not None and p.name == alias.onto
+            arr = union_bytes(s, geom) if union else s.data[p.name]
+            if not union and arr.nbytes != p.nbytes:
                 raise ValueError(f"buffer {p.name}: {arr.nbytes} bytes of data for length {p.length} x {p.elem.size}")
             k = id(arr)
             if k not in index:
@@ -79,7 +89,10 @@ def pack_sets(spec: LaunchSpec, sets: list[InputSet], *, guards: bool = True) ->
                 blobs.append(np.ascontiguousarray(arr).view(np.uint8).reshape(-1))
                 keep.append(arr)
             front, back = s.guards[p.name] if guards else (b"", b"")
-            params.append(("e" if p.embedded else "b", index[k], front, back))
+            if union:
+                params.append(("u", index[k], front, back, geom.at[p.name]))
+            else:
+                params.append(("e" if p.embedded else "b", index[k], front, back))
         out.append({"grid": tuple(int(g) for g in rs.grid), "block": tuple(int(b) for b in rs.block),
                     "shared": int(rs.shared_bytes), "guard": GUARD_BYTES if guards else 0, "params": params})
     return {"blobs": blobs, "sets": out}
@@ -91,6 +104,8 @@ def unpack_result(spec: LaunchSpec, s: InputSet, raw: dict, log: str = "") -> Ru
     if raw.get("buffers") is None:
         return r
     bufs = [p for p in s.spec.params if isinstance(p, Buffer)]
+    if s.alias is not None:
+        return _unpack_aliased(s, r, dict(zip([p.name for p in bufs], raw["buffers"])))
     for p, (data, got_front, got_back) in zip(bufs, raw["buffers"]):
         front, back = s.guards[p.name]
         if data is None:
@@ -103,6 +118,38 @@ def unpack_result(spec: LaunchSpec, s: InputSet, raw: dict, log: str = "") -> Ru
         r.guards_intact[p.name] = ok
         if not ok:
             r.guard_damage[p.name] = why
+    return r
+
+
+def _unpack_aliased(s: InputSet, r: RunResult, got: dict) -> RunResult:
+    """:func:`unpack_result` of an aliased set: the host's entry holds the union (None when
+    unchanged), the aliased buffer's none; both views come from the union, the guards around it
+    count for both."""
+    alias = s.alias
+    geom = alias_geometry(s)
+    for name, (data, _, _) in got.items():
+        if name in (alias.onto, alias.buffer):
+            continue
+        p = s.spec.param(name)
+        front, back = s.guards[name]
+        r.outputs[name] = s.data[name] if data is None else np.frombuffer(data, dtype=p.elem.dtype)
+        r.inputs_unchanged[name] = data is None
+        ok, why = check_guards(front, back, got[name][1], got[name][2])
+        r.guards_intact[name] = ok
+        if not ok:
+            r.guard_damage[name] = why
+    data, got_front, got_back = got[alias.onto]
+    front, back = s.guards[alias.onto]
+    ok, why = check_guards(front, back, got_front, got_back)
+    if not ok:
+        r.guard_damage[alias.onto] = f"around the union of {alias.onto!r} and {alias.buffer!r} ({alias.describe()}): {why}"
+    u = union_bytes(s, geom) if data is None else np.frombuffer(data, np.uint8)
+    for name in (alias.onto, alias.buffer):
+        view = union_view(u, s, name, geom)
+        same = data is None or np.array_equal(view.view(np.uint8), np.ascontiguousarray(s.data[name]).view(np.uint8).reshape(-1))
+        r.outputs[name] = s.data[name] if same else view
+        r.inputs_unchanged[name] = bool(same)
+        r.guards_intact[name] = ok
     return r
 
 
@@ -128,6 +175,7 @@ GPU_LARGE = LargeTarget(elements=(1 << 20) + (1 << 16), max_growth=256.0, max_by
 class GpuBackend(Backend):
     """Runs kernels on an NVIDIA GPU through a persistent, restartable child process."""
     name = "gpu"
+    aliasing = True
     not_chosen = ("the order in which blocks run and the warp schedule (the hardware's)",
                   "register contents at launch (whatever ran before; the CPU emulator poisons them)",
                   "%smid, %warpid, %nsmid and %clock values (the hardware's)")

@@ -1,0 +1,337 @@
+"""Launches whose buffers overlap: the check's aliased layouts (issue 26).
+
+Every ordinary input set gives each pointer parameter its own allocation, so a candidate that
+silently assumes its buffers do not alias (a global accumulator ``tmp[i] += A[i*n+j]*x[j]`` kept
+in a register, a load moved past a store, ``ld.global.nc`` of a buffer another pointer writes)
+would pass there. nvcc's code stays right when a program passes overlapping pointers (in-place
+calls such as ``scale(x, x)`` are common); a candidate must too, or test disjointness at launch
+and run nvcc's code otherwise.
+
+So, for a kernel with a written buffer (``out``/``inout``) and another buffer parameter, the check
+runs up to :data:`~superopt.judge.inputs.MAX_ALIAS_LAYOUTS` aliased layouts
+(:func:`superopt.judge.inputs.alias_layouts`): the written buffer on another of the same element
+size in place, at +1 and at -1 element, and on the middle of a larger input. One allocation holds
+both views, guard zones around the union; where they overlap, the input's data is what both
+views start from (:func:`superopt.judge.inputs.normalize_alias`). They run at the smallest launch
+of the sets nvcc's code ran cleanly on, and a layout on which nvcc's code is not usable there
+runs again with one thread doing the work (:func:`superopt.judge.inputs.one_thread_sizes`).
+
+The rule (:func:`run_baseline_layouts`, :func:`judge_candidate`): nvcc's code runs each aliased
+set :data:`BASELINE_RUNS` times (on the emulator under other warp schedules and block orders each
+time: :func:`superopt.judge.backends.emulator.alias_launch_plan`); a layout on which it fails,
+writes outside the union or gives results that differ between its runs (a race the overlap
+creates between threads) is no behaviour to preserve: it is dropped and the evidence says why.
+On every other layout each candidate runs twice and must give nvcc's results, compared as the
+check's policy compares (exact by default: bit for bit, any NaN equal to any NaN), the guards
+around the union intact and reads no farther outside it than nvcc's; a mismatch rejects it with
+a reason that names the layout ("tmp aliased onto x at +1 element"). The baseline's runs are
+made once per kernel (they are part of :class:`superopt.judge.check.BaselineRuns`, reused for
+every candidate of a search).
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from superopt.judge.inputs import (InputSet, alias_geometry, alias_layouts, aliased_set, candidate_poison,
+                                   complement_poison, free_scalars, make_rng, one_thread_sizes, poison)
+
+__all__ = ["AliasRuns", "run_baseline_layouts", "candidate_sets", "judge_candidate", "ALIAS_INDEX", "BASELINE_RUNS"]
+
+# aliased sets are numbered from here (a set index of their own: the emulator's schedules and
+# register fills go by the launches of one index in a call)
+ALIAS_INDEX = 1000
+# nvcc's runs of each aliased set (its determinism there); a candidate's runs
+BASELINE_RUNS = 3
+CANDIDATE_RUNS = 2
+
+
+@dataclass
+class AliasRuns:
+    """nvcc's runs on the aliased layouts it is judged on: per judged set its first run's results,
+    the elements it leaves as poison (``unwritten``), the elements of the overlap compared through
+    the other view (``skip``: the loser's, superopt.judge.inputs.AliasGeometry) and the farthest
+    reads outside each buffer (the emulator)."""
+    sets: list = field(default_factory=list)
+    results: list = field(default_factory=list)
+    unwritten: list = field(default_factory=list)      # per set: {buffer: mask}
+    skip: list = field(default_factory=list)           # per set: (buffer, mask)
+    guard_reads: list = field(default_factory=list)    # per set: {buffer: (before, past)}
+    slowest: float = 0.0
+
+
+def _bits(a: np.ndarray, et) -> np.ndarray:
+    return np.ascontiguousarray(a).view(et.bits_dtype)
+
+
+def _poisonable(s: InputSet, name: str) -> np.ndarray | None:
+    """Elements of an output buffer that start from its own poison in an aliased set (not from the
+    other view's data); None for buffers that are not outputs."""
+    p = s.spec.param(name)
+    if p.direction != "out":
+        return None
+    m = np.ones(int(p.length), bool)
+    geom = alias_geometry(s)
+    if name == geom.loser:
+        m &= ~geom.overlap
+    return m
+
+
+def _reruns(s: InputSet, rng) -> list[InputSet]:
+    """The later baseline runs of an aliased set: other poisons (the complement, then fresh ones)
+    where its outputs start from poison, fresh guards."""
+    outs = [b.name for b in s.spec.buffers if b.direction == "out"]
+    runs = []
+    for k in range(1, BASELINE_RUNS):
+        new = {n: (complement_poison(s.data[n], s.spec.param(n).elem, rng) if k == 1
+                   else poison(s.spec.param(n).elem, int(s.spec.param(n).length), rng)) for n in outs}
+        runs.append(s.with_outputs(new, rng, f"baseline-{k + 1}"))
+    return runs
+
+
+def _run_all(be, ptx: str, spec, sets: list, timeout) -> list:
+    """``be.run_many`` of ``sets``; sets a crash or hang left unrun are run again in a call of their
+    own (a fault on one layout must not take the others with it)."""
+    res = list(be.run_many(ptx, spec, sets, timeout=timeout))
+    while True:
+        left = [k for k, r in enumerate(res) if r.status == "not_run"]
+        if not left:
+            return res
+        again = be.run_many(ptx, spec, [sets[k] for k in left], timeout=timeout)
+        for k, r in zip(left, again):
+            res[k] = r
+        if all(r.status == "not_run" for r in again):
+            return res
+
+
+def _smallest(spec, sets: list, valid: list) -> dict:
+    """Scalar values of the valid set with the fewest threads launched (then the fewest bytes)."""
+    def cost(i):
+        rs = sets[i].spec
+        return (math.prod(rs.grid) * rs.threads, sum(b.nbytes for b in rs.buffers), i)
+    return dict(sets[min(valid, key=cost)].scalars)
+
+
+def run_baseline_layouts(baseline_ptx: str, spec, be, policy, seed: int, sets: list, valid: list, ev: dict,
+                         launch_timeout=None, prove=None, atomic=None) -> AliasRuns | None:
+    """nvcc's runs on the aliased layouts (module docstring); ``ev['aliasing']`` says what ran and
+    what was dropped, and why. None when no layout is judged."""
+    from superopt.judge.check import compare_values, format_value
+    t0 = time.monotonic()
+    info: dict = {"max_layouts": None, "layouts": []}
+    ev["aliasing"] = info
+    if not getattr(be, "aliasing", False):
+        info["note"] = f"the {getattr(be, 'name', '?')} backend does not lay out aliased buffers"
+        return None
+    layouts = alias_layouts(spec)
+    from superopt.judge.inputs import MAX_ALIAS_LAYOUTS
+    info["max_layouts"] = MAX_ALIAS_LAYOUTS
+    if not layouts:
+        info["note"] = "no aliased layout: the kernel has no written buffer and another buffer parameter"
+        return None
+    if atomic is not None:
+        info["note"] = "no aliased layout: float atomics are judged by their contributions"
+        ev["notes"].append("aliased layouts not run: " + info["note"][len("no aliased layout: "):])
+        return None
+    rng = make_rng(seed, 0xA11A5)
+    small = _smallest(spec, sets, valid)
+    floats = {sc.name for sc in free_scalars(spec) if sc.elem.is_float}
+    small = {k: v for k, v in small.items() if k not in floats}
+    one = one_thread_sizes(spec, small)
+    if one is not None and prove is not None:
+        why = prove(one)
+        if why:
+            info["one_thread"] = f"not proven in bounds: {why}"
+            one = None
+    sizes = [small] + ([one] if one is not None else [])
+    if getattr(be, "not_chosen", ()) and one is not None:
+        # a GPU chooses its own schedule: nvcc's three runs may agree on a layout where its threads
+        # race, and a candidate's other timing then gives another outcome. There the one-thread
+        # launch (no thread to race with) comes first; the kept candidate's emulator check
+        # (superopt.search.loop._emulator_shadow) runs the others under chosen schedules
+        sizes = [one, small]
+    info["sizes"] = [dict(ov) for ov in sizes]
+    out = AliasRuns()
+    pending = list(range(len(layouts)))
+    index = ALIAS_INDEX
+    for ov in sizes:
+        if not pending:
+            break
+        made = []
+        for k in pending:
+            s = aliased_set(spec, seed, index, ov, layouts[k], rng)
+            index += 1
+            if s is None:
+                info["layouts"].append({"layout": layouts[k].describe(), "scalars": dict(ov), "status": "dropped",
+                                        "why": f"the views do not overlap at {_sizes_of(ov)}"})
+                continue
+            made.append((k, s, _reruns(s, rng)))
+        order = [x for _, s, rest in made for x in (s, *rest)]
+        res = _run_all(be, baseline_ptx, spec, order, launch_timeout) if order else []
+        still = []
+        for j, (k, s, rest) in enumerate(made):
+            runs = res[j * BASELINE_RUNS:(j + 1) * BASELINE_RUNS]
+            entry = {"layout": s.alias.describe(), "set": s.label, **{key: s.describe()[key] for key in
+                     ("grid", "block", "lengths", "scalars")}}
+            why = _baseline_problem(s, [s, *rest], runs, policy, compare_values, format_value)
+            if why:
+                entry.update(status="dropped", why=why)
+                still.append(k)
+            else:
+                entry["status"] = "judged"
+                _take(out, s, [s, *rest], runs)
+            info["layouts"].append(entry)
+        pending = still
+    judged = [e for e in info["layouts"] if e["status"] == "judged"]
+    done = {e["layout"].split(" (+")[0] for e in judged}          # a middle layout's offset varies with sizes
+    dropped = [e for e in info["layouts"] if e["status"] == "dropped" and e["layout"].split(" (+")[0] not in done]
+    retried = [e for e in info["layouts"] if e["status"] == "dropped" and e["layout"].split(" (+")[0] in done]
+    info["judged"] = len(judged)
+    info["dropped"] = len(dropped)           # layouts judged at no size
+    info["seconds"] = round(time.monotonic() - t0, 4)
+    parts = [f"{len(judged)} aliased layouts judged" + (f" ({'; '.join(e['layout'] for e in judged)})" if judged else "")]
+    if retried:
+        parts.append(f"{len(retried)} of them at the second sizes ({_sizes_of(sizes[-1])}) only, not usable at the "
+                     f"first ({_sizes_of(sizes[0])})")
+    if dropped:
+        parts.append(f"{len(dropped)} dropped (" + "; ".join(f"{e['layout']}: {e['why']}" for e in dropped) + ")")
+    ev["notes"].append("buffers that overlap: " + ", ".join(parts))
+    ev.setdefault("phase_seconds", {})["aliased_baseline"] = info["seconds"]
+    return out if out.sets else None
+
+
+def _sizes_of(ov: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in ov.items() if isinstance(v, int)) or "the spec's sizes"
+
+
+def _baseline_problem(s: InputSet, runs_in: list, runs: list, policy, compare_values, format_value) -> str | None:
+    """Why nvcc's runs ``runs`` of the aliased set ``s`` (inputs ``runs_in``) give no behaviour to
+    preserve, or None."""
+    bad = [r for r in runs if not r.ok]
+    if bad:
+        return f"nvcc's code {bad[0].status} there: {bad[0].error}"
+    damaged = sorted({f"{n}: {d}" for r in runs for n, d in r.guard_damage.items()})
+    if damaged:
+        return f"nvcc's code writes outside the buffers there ({'; '.join(damaged)})"
+    geom = alias_geometry(s)
+    for b in s.spec.buffers:
+        et = b.elem
+        xs = [r.outputs[b.name] for r in runs]
+        keep = np.ones(int(b.length), bool)
+        if b.name == geom.loser:
+            keep &= ~geom.overlap
+        pm = _poisonable(s, b.name)
+        if pm is not None:
+            un = pm.copy()
+            for x, si in zip(xs, runs_in):
+                un &= _bits(x, et) == _bits(si.data[b.name], et)
+            keep &= ~un
+        for x in xs[1:]:
+            diff = ~compare_values(xs[0], x, et, policy) & keep
+            if diff.any():
+                j = int(np.argmax(diff))
+                return (f"nvcc's results differ between its runs there (buffer {b.name!r} element {j}: "
+                        f"{format_value(xs[0], j, et)} and {format_value(x, j, et)}; {int(diff.sum())} elements): "
+                        f"the overlap makes its threads race")
+    return None
+
+
+def _take(out: AliasRuns, s: InputSet, runs_in: list, runs: list) -> None:
+    geom = alias_geometry(s)
+    un: dict = {}
+    for b in s.spec.buffers:
+        pm = _poisonable(s, b.name)
+        if pm is None:
+            continue
+        m = pm.copy()
+        for r, si in zip(runs, runs_in):
+            m &= _bits(r.outputs[b.name], b.elem) == _bits(si.data[b.name], b.elem)
+        un[b.name] = m
+    reads: dict = {}
+    for r in runs:
+        for n, g in (r.guard_reads or {}).items():
+            b0, p0 = reads.get(n, (0, 0))
+            reads[n] = (max(b0, g.get("before_start_bytes", 0)), max(p0, g.get("past_end_bytes", 0)))
+    out.sets.append(s)
+    out.results.append(runs[0])
+    out.unwritten.append(un)
+    out.skip.append((geom.loser, geom.overlap))
+    out.guard_reads.append(reads)
+    out.slowest = max([out.slowest] + [r.elapsed or 0.0 for r in runs])
+
+
+def candidate_sets(ar: AliasRuns, policy, rng) -> list[InputSet]:
+    """The candidate's launches of the judged aliased sets (:data:`CANDIDATE_RUNS` each): outputs
+    start from poison unlike nvcc's results (NaN, then random bits) where they start from poison,
+    the other view's data in the overlap."""
+    from superopt.judge.check import _equal_under
+    out = []
+    for rep in range(1, CANDIDATE_RUNS + 1):
+        for k, s in enumerate(ar.sets):
+            kind = "nan" if rep == 1 else "bits"
+            new = {b.name: candidate_poison(kind, ar.results[k].outputs[b.name], b.elem, rng,
+                                            equal=_equal_under(policy, b.elem))
+                   for b in s.spec.buffers if b.direction == "out"}
+            out.append(s.with_outputs(new, rng, f"candidate-{rep}"))
+    return out
+
+
+def judge_candidate(ar: AliasRuns, csets: list, cres: list, policy, base_reads: dict, timeout: float):
+    """The first reason to reject the candidate's runs ``cres`` of the aliased sets ``csets``, as
+    (reason, Mismatch or None), or None when it gives nvcc's results on every one."""
+    from superopt.judge.check import Mismatch, _guard_read_excess, compare_values, diff_stats, format_value
+    for j, (cs, cr) in enumerate(zip(csets, cres)):
+        k = j % len(ar.sets)
+        rep = j // len(ar.sets) + 1
+        s = ar.sets[k]
+        lay = s.alias.describe()
+        where = f"{cs.label} (launch {rep})"
+        if cr.status == "unsupported":
+            return f"the backend cannot run the candidate with buffers that overlap ({lay}): {cr.error}", None
+        if cr.status == "timeout":
+            return f"the candidate timed out when buffers overlap, on {where}: {cr.error} (limit {timeout:.3g} s)", None
+        if cr.status != "ok":
+            what = {"crash": "crashed", "launch_error": "failed to launch"}.get(cr.status, f"did not run ({cr.status})")
+            return f"the candidate {what} when buffers overlap, on {where}: {cr.error}", None
+        if cr.guard_damage:
+            n, d = sorted(cr.guard_damage.items())[0]
+            return f"the candidate writes outside buffer {n!r} when buffers overlap, on {where}: {d}", None
+        reads = dict(base_reads)
+        for n, (b0, p0) in ar.guard_reads[k].items():
+            ob, op = reads.get(n, (0, 0))
+            reads[n] = (max(ob, b0), max(op, p0))
+        gr = _guard_read_excess(cr.guard_reads, reads, cs.spec)
+        if gr:
+            return f"the candidate {gr} where nvcc's code does not, when buffers overlap, on {where}", None
+        base = ar.results[k]
+        skip_name, skip = ar.skip[k]
+        for b in cs.spec.buffers:
+            et = b.elem
+            x_b, x_c = base.outputs[b.name], cr.outputs[b.name]
+            bad = ~compare_values(x_b, x_c, et, policy)
+            un = ar.unwritten[k].get(b.name)
+            untouched = None
+            if un is not None:
+                untouched = _bits(x_c, et) == _bits(cs.data[b.name], et)
+                bad = np.where(un, ~untouched, bad)
+            if b.name == skip_name:
+                bad &= ~skip                     # the other view's elements: compared there
+            if bad.any():
+                jx = int(np.argmax(bad))
+                if un is not None and un[jx]:
+                    kind, bval = "wrote_where_baseline_did_not", "not written"
+                else:
+                    kind = "unwritten" if (untouched is not None and untouched[jx]) else "value"
+                    bval = format_value(x_b, jx, et)
+                cval = "not written (poison)" if kind == "unwritten" else format_value(x_c, jx, et)
+                written = ~un if un is not None else np.ones(x_b.shape, bool)
+                dst = diff_stats(x_b[bad & written], x_c[bad & written], et) if (bad & written).any() else {}
+                mm = Mismatch(cs.index, cs.label, rep, b.name, kind, jx, int(bad.sum()), bval, cval, int(b.length),
+                              dst.get("max_abs_diff"), dst.get("max_ulp_diff"))
+                return (f"the candidate differs from nvcc's code when buffers overlap ({lay}): {mm.describe()}. "
+                        f"A rewrite that assumes its buffers do not alias must test that at launch and run nvcc's "
+                        f"code otherwise"), mm
+    return None

@@ -1,0 +1,49 @@
+// Kernels of the judge's aliasing tests (tests/judge/test_judge_aliasing.py). Each variant is
+// this file compiled with a macro (or -restrict); build_ptx.py regenerates tests/judge/aliasing/ptx.
+#include <cstddef>
+
+// Row matrix-vector product into a global accumulator: nvcc's code stores and reloads tmp[i]
+// every iteration (tmp may alias A or x). -restrict keeps it in a register. CHECKED tests at
+// launch that tmp overlaps neither A nor x and only then runs a register loop; CHECKED_OFF is
+// the same check off by one at the range end (an overlap of one element counts as disjoint).
+extern "C" __global__ void matvec(const float* A, const float* x, float* tmp, int m, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= m) return;
+#if defined(CHECKED) || defined(CHECKED_OFF)
+#ifdef CHECKED
+    const int slack = 0;
+#else
+    const int slack = 1;
+#endif
+    bool disjoint = (tmp + m - slack <= x || x + n - slack <= tmp) &&
+                    (tmp + m - slack <= A || A + (size_t)m * n - slack <= tmp);
+    if (disjoint) {
+        float s = 0.0f;
+        for (int j = 0; j < n; j++) s += A[(size_t)i * n + j] * x[j];
+        tmp[i] = s;
+        return;
+    }
+#endif
+    tmp[i] = 0.0f;
+    for (int j = 0; j < n; j++) tmp[i] += A[(size_t)i * n + j] * x[j];
+}
+
+// In place: y = a*x + y, then z = x*y. nvcc's code reloads x[i] after the store to y[i] (x may
+// be y); -restrict reuses the value loaded before it (a load moved past a store). GUARD_CHEAT
+// writes one element past y only when x and y are the same pointer.
+extern "C" __global__ void axpy_mul(const float* x, float* y, float* z, float a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    y[i] = a * x[i] + y[i];
+    z[i] = x[i] * y[i];
+#ifdef GUARD_CHEAT
+    if ((((size_t)y ^ (size_t)x) >> 2) == 0 && i == n - 1) y[i + 1] = 0.0f;
+#endif
+}
+
+// A two-point stencil: with its output on its input, in place or shifted, threads read what
+// other threads write (every aliased layout races).
+extern "C" __global__ void stencil2(const float* in, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = in[i] + in[i + 1];
+}

@@ -1,0 +1,248 @@
+"""The judge runs launches whose buffers overlap (issue 26): aliased layouts on the CPU emulator.
+
+Kernels: tests/judge/aliasing/aliasing.cu, its variants compiled by nvcc 13.0 into
+tests/judge/aliasing/ptx/ (tests/judge/aliasing/build_ptx.py): a row matrix-vector product into
+a global accumulator (``-restrict`` keeps it in a register; CHECKED tests disjointness at launch;
+CHECKED_OFF is that test off by one), an in-place ``y = a*x + y; z = x*y``, and a two-point
+stencil whose every aliased layout races."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from superopt.judge.alias_check import ALIAS_INDEX
+from superopt.judge.backends.emulator import EmulatorBackend
+from superopt.judge.backends.gpu import pack_sets, unpack_result
+from superopt.judge.check import ACCEPTED, REJECTED, check
+from superopt.judge.inputs import (MAX_ALIAS_LAYOUTS, alias_geometry, alias_layouts, aliased_set, make_rng,
+                                   one_thread_sizes, union_bytes)
+from tests.passes.data.unroll_tools import buf, emulator_available, scalar, spec
+
+pytestmark = pytest.mark.skipif(not emulator_available()[0], reason="the CPU emulator needs numpy")
+
+PTX = Path(__file__).parent / "aliasing" / "ptx"
+
+
+def ptx(name: str) -> str:
+    return (PTX / f"{name}.ptx").read_text()
+
+
+BASE = ptx("baseline")
+
+MATVEC = spec("matvec", [64, 1, 1], ["cdiv(m, 64)", 1, 1],
+              [buf("A", "f32", "m*n"), buf("x", "f32", "n"), buf("tmp", "f32", "m", "out"),
+               scalar("m", "s32", 100), scalar("n", "s32", 24)])
+AXPY = spec("axpy_mul", [64, 1, 1], ["cdiv(n, 64)", 1, 1],
+            [buf("x", "f32", "n"), buf("y", "f32", "n", "inout"), buf("z", "f32", "n", "out"),
+             scalar("a", "f32", 1.5), scalar("n", "s32", 300)])
+STENCIL = spec("stencil2", [64, 1, 1], ["cdiv(n, 64)", 1, 1],
+               [buf("in", "f32", "n + 1"), buf("out", "f32", "n", "out"), scalar("n", "s32", 100)],
+               vary_sizes=False)
+
+
+def _edit(text: str, kernel: str, old: str, new: str) -> str:
+    """``text`` with ``old`` replaced by ``new`` inside ``.entry kernel`` only."""
+    start = text.index(f".entry {kernel}(")
+    end = text.index("\n}\n", start)
+    body = text[start:end]
+    assert old in body, old
+    return text[:start] + body.replace(old, new, 1) + text[end:]
+
+
+def _no_aliasing() -> EmulatorBackend:
+    """The emulator as the judge used it before aliased layouts (each buffer its own allocation)."""
+    be = EmulatorBackend()
+    be.aliasing = False
+    return be
+
+
+def _layouts(v, status=None):
+    return [e for e in v.evidence["aliasing"]["layouts"] if status is None or e["status"] == status]
+
+
+# ---------------------------------------------------------------- the plan and the layout
+
+def test_plan_layouts_capped_and_described():
+    lay = alias_layouts(MATVEC)
+    assert len(lay) <= MAX_ALIAS_LAYOUTS == 4
+    assert [x.kind for x in lay] == ["in place", "shift", "shift", "middle"]
+    assert all(x.buffer == "tmp" for x in lay)
+    assert [x.at(MATVEC.resolved()).describe() for x in lay][:3] == [
+        "tmp aliased onto A at the same start (in place)", "tmp aliased onto A at +1 element",
+        "tmp aliased onto A at -1 element"]
+    mid = lay[3].at(MATVEC.resolved())
+    assert mid.offset % 4 == 0 and 0 < mid.offset and mid.describe().startswith("tmp aliased onto the middle of A")
+    # y (inout) on x (an input of its length) in place and shifted; no input larger than y
+    assert [(x.buffer, x.onto, x.kind) for x in alias_layouts(AXPY)] == [
+        ("y", "x", "in place"), ("y", "x", "shift"), ("y", "x", "shift")]
+    # nothing written, or a single buffer: no layout
+    ro = spec("k", [32, 1, 1], [1, 1, 1], [buf("a", "f32", 32), buf("b", "f32", 32)])
+    one = spec("k", [32, 1, 1], [1, 1, 1], [buf("a", "f32", 32, "inout")])
+    assert alias_layouts(ro) == [] and alias_layouts(one) == []
+
+
+def test_one_thread_sizes_only_the_grid_sizes():
+    assert one_thread_sizes(MATVEC, {"m": 64, "n": 15}) == {"m": 1, "n": 15}
+    assert one_thread_sizes(STENCIL, {"n": 100}) is None            # vary_sizes = false
+
+
+@pytest.mark.parametrize("shift", [0, 1, -1])
+def test_aliased_set_overlap_holds_the_inputs_data(shift):
+    lay = alias_layouts(MATVEC)[{0: 0, 1: 1, -1: 2}[shift]]
+    s = aliased_set(MATVEC, 7, ALIAS_INDEX, {"m": 5, "n": 3}, lay, make_rng(7))
+    g = alias_geometry(s)
+    assert (g.winner, g.loser) == ("A", "tmp")            # the input's data wins over the output's poison
+    u = union_bytes(s, g)
+    assert g.size == max(15, 5 + shift) * 4 - min(0, shift) * 4
+    assert np.array_equal(u[g.at["A"]:g.at["A"] + 60].view(np.float32).view(np.uint32), s.data["A"].view(np.uint32))
+    tmp = s.data["tmp"]
+    # tmp's view in the union is its data: the overlap holds A's values, poison elsewhere
+    assert np.array_equal(u[g.at["tmp"]:g.at["tmp"] + 20].view(np.uint32), tmp.view(np.uint32))
+    for j in range(5):
+        k = j + shift
+        if 0 <= k < 15:
+            assert tmp.view(np.uint32)[j] == s.data["A"].view(np.uint32)[k]
+        else:
+            assert np.isnan(tmp[j])                          # the output's poison
+    # a rerun with other poisons keeps the overlap consistent
+    s2 = s.with_outputs({"tmp": np.zeros(5, np.float32)}, make_rng(1))
+    assert np.array_equal(s2.data["tmp"][g.overlap].view(np.uint32), tmp[g.overlap].view(np.uint32))
+
+
+def test_gpu_wire_form_of_an_aliased_set():
+    """pack_sets: the host's item is the union ("u"), the aliased buffer a view ("v") at the right
+    offset; unpack_result takes both views from the union the worker sends back."""
+    lay = alias_layouts(MATVEC)[2]                               # tmp at -1 element of A
+    s = aliased_set(MATVEC, 3, ALIAS_INDEX, {"m": 4, "n": 3}, lay, make_rng(3))
+    g = alias_geometry(s)
+    wire = pack_sets(MATVEC, [s])
+    items = wire["sets"][0]["params"]
+    assert [i[0] for i in items] == ["u", "b", "v", "s", "s"]
+    assert items[0][4] == g.at["A"] == 4 and items[2] == ("v", 0, -4)
+    assert np.array_equal(wire["blobs"][items[0][1]], union_bytes(s))
+    # the worker's reply: the union changed (tmp[0] = A[-1] ... written), guards intact
+    u = union_bytes(s).copy()
+    u[:4] = np.array([2.5], np.float32).view(np.uint8)
+    front, back = s.guards["A"]
+    raw = {"status": "ok", "buffers": [(u, front, back), (None, *s.guards["x"]), (None, b"", b"")]}
+    r = unpack_result(MATVEC, s, raw)
+    assert r.outputs["tmp"][0] == np.float32(2.5) and not r.inputs_unchanged["tmp"]
+    assert r.inputs_unchanged["A"] and r.guards_intact["tmp"] and not r.guard_damage
+    bad = {"status": "ok", "buffers": [(u, front, bytes(len(back))), (None, *s.guards["x"]), (None, b"", b"")]}
+    assert "around the union of 'A' and 'tmp'" in unpack_result(MATVEC, s, bad).guard_damage["A"]
+
+
+def test_emulator_guards_around_the_union():
+    """The emulator lays both views in one allocation with guards around the union: the guard
+    cheat's write one element past y (x == y) damages the union's back guard."""
+    be = EmulatorBackend()
+    lay = alias_layouts(AXPY)[0]                                 # y on x in place
+    s = aliased_set(AXPY, 5, ALIAS_INDEX, {"n": 10}, lay, make_rng(5))
+    ok, cheat = be.run_many(BASE, AXPY, [s])[0], be.run_many(ptx("guard_cheat"), AXPY, [s])[0]
+    assert ok.status == "ok" and not ok.guard_damage, ok.error
+    x, y = s.data["x"], s.data["y"]
+    assert np.array_equal(x.view(np.uint32), y.view(np.uint32))   # one buffer, two views
+    want = (np.float64(np.float32(s.scalars["a"])) * x.astype(np.float64) + y).astype(np.float32)   # fma
+    assert np.array_equal(ok.outputs["y"].view(np.uint32), want.view(np.uint32))
+    assert np.array_equal(ok.outputs["x"].view(np.uint32), want.view(np.uint32))
+    assert np.array_equal(ok.outputs["z"].view(np.uint32), (want * want).view(np.uint32))
+    assert cheat.status == "ok" and "around the union of 'x' and 'y'" in cheat.guard_damage["x"]
+
+
+# ---------------------------------------------------------------- the judge
+
+def test_matvec_restrict_passed_without_aliasing_and_is_rejected_with_it():
+    cand = ptx("restrict")
+    old = check(BASE, cand, MATVEC, backend=_no_aliasing(), sets=3, seed=11)
+    assert old.status == ACCEPTED, old.summary()
+    assert old.evidence["aliasing"]["layouts"] == []
+    v = check(BASE, cand, MATVEC, backend="emulator", sets=3, seed=11)
+    assert v.status == REJECTED, v.summary()
+    assert "when buffers overlap (tmp aliased onto A" in v.reason and "aliased set" in v.reason
+    assert v.mismatch is not None and v.mismatch.set_index >= ALIAS_INDEX
+    # at the smallest launch every layout races (threads read what others write); one thread does not
+    first = [e for e in _layouts(v) if e["scalars"]["m"] != 1]
+    assert first and all(e["status"] == "dropped" and "race" in e["why"] for e in first)
+    assert any(e["status"] == "judged" and e["scalars"]["m"] == 1 for e in _layouts(v))
+
+
+def test_matvec_nvcc_code_accepted_on_every_judged_layout():
+    v = check(BASE, BASE, MATVEC, backend="emulator", sets=3, seed=12)
+    assert v.status == ACCEPTED, v.summary()
+    judged = _layouts(v, "judged")
+    assert len(judged) == v.evidence["aliasing"]["judged"] >= 1
+    assert "with buffers that overlap on" in v.reason
+    assert any(n.startswith("buffers that overlap:") for n in v.evidence["notes"])
+    assert v.evidence["aliasing"]["candidate_launches"] == 2 * len(judged)
+
+
+def test_matvec_runtime_check_accepted_and_off_by_one_rejected():
+    v = check(BASE, ptx("checked"), MATVEC, backend="emulator", sets=3, seed=13)
+    assert v.status == ACCEPTED, v.summary()
+    off = check(BASE, ptx("checked_off"), MATVEC, backend="emulator", sets=3, seed=13)
+    assert off.status == REJECTED, off.summary()
+    assert "when buffers overlap (tmp aliased onto A" in off.reason
+    # the off-by-one check is right whenever the buffers are apart: the ordinary sets pass it
+    assert check(BASE, ptx("checked_off"), MATVEC, backend=_no_aliasing(), sets=3, seed=13).status == ACCEPTED
+
+
+def test_in_place_axpy_correct_rewrite_accepted():
+    # the two loads before the store swapped: right whether or not x is y
+    cand = _edit(BASE, "axpy_mul",
+                 "\tld.global.f32 \t%f2, [%rd6];\n\tcvta.to.global.u64 \t%rd7, %rd2;\n\tadd.s64 \t%rd8, %rd7, %rd5;\n"
+                 "\tld.global.f32 \t%f3, [%rd8];\n",
+                 "\tcvta.to.global.u64 \t%rd7, %rd2;\n\tadd.s64 \t%rd8, %rd7, %rd5;\n\tld.global.f32 \t%f3, [%rd8];\n"
+                 "\tld.global.f32 \t%f2, [%rd6];\n")
+    v = check(BASE, cand, AXPY, backend="emulator", sets=3, seed=21)
+    assert v.status == ACCEPTED, v.summary()
+    judged = [e["layout"] for e in _layouts(v, "judged")]
+    assert "y aliased onto x at the same start (in place)" in judged
+
+
+@pytest.mark.parametrize("variant", ["load_past_store", "restrict"])
+def test_in_place_axpy_load_moved_past_store_rejected(variant):
+    if variant == "restrict":
+        cand = ptx("restrict")
+    else:
+        # the reload of x[i] moved above the store to y[i]: the same unless y is x
+        cand = _edit(BASE, "axpy_mul", "\tst.global.f32 \t[%rd8], %f4;\n\tld.global.f32 \t%f5, [%rd6];\n",
+                     "\tld.global.f32 \t%f5, [%rd6];\n\tst.global.f32 \t[%rd8], %f4;\n")
+    assert check(BASE, cand, AXPY, backend=_no_aliasing(), sets=3, seed=22).status == ACCEPTED
+    v = check(BASE, cand, AXPY, backend="emulator", sets=3, seed=22)
+    assert v.status == REJECTED, v.summary()
+    assert "when buffers overlap (y aliased onto x at the same start (in place))" in v.reason
+    assert v.mismatch.buffer in ("x", "y", "z")
+
+
+def test_every_layout_racy_dropped_and_judged_on_the_normal_sets():
+    v = check(BASE, BASE, STENCIL, backend="emulator", sets=3, seed=31)
+    assert v.status == ACCEPTED, v.summary()
+    info = v.evidence["aliasing"]
+    assert info["judged"] == 0 and info["dropped"] == len(info["layouts"]) == 3
+    assert all("race" in e["why"] for e in info["layouts"])
+    assert "overlap" not in v.reason
+    assert any("buffers that overlap: 0 aliased layouts judged, 3 dropped" in n for n in v.evidence["notes"])
+    # a wrong candidate is still rejected on the normal sets
+    wrong = _edit(BASE, "stencil2", "add.f32", "sub.f32")
+    assert check(BASE, wrong, STENCIL, backend="emulator", sets=3, seed=31).status == REJECTED
+
+
+def test_guard_zones_around_an_aliased_union():
+    cand = ptx("guard_cheat")
+    assert check(BASE, cand, AXPY, backend=_no_aliasing(), sets=3, seed=41).status == ACCEPTED
+    v = check(BASE, cand, AXPY, backend="emulator", sets=3, seed=41)
+    assert v.status == REJECTED, v.summary()
+    assert "writes outside buffer 'x' when buffers overlap" in v.reason
+    assert "around the union of 'x' and 'y' (y aliased onto x at the same start (in place))" in v.reason
+
+
+def test_reused_baseline_keeps_its_aliased_runs():
+    from superopt.judge.check import run_baseline
+    bl = run_baseline(BASE, AXPY, backend="emulator", sets=3, seed=51)
+    assert bl.aliased is not None and bl.aliased.sets
+    first = check(BASE, BASE, AXPY, backend="emulator", baseline=bl)
+    again = check(BASE, ptx("restrict"), AXPY, backend="emulator", baseline=bl)
+    assert first.status == ACCEPTED and again.status == REJECTED, (first.summary(), again.summary())
+    assert "aliased_baseline" not in again.evidence["phase_seconds"]     # nvcc's runs were not made again
