@@ -27,8 +27,16 @@ class Step:
         return Step(d["pass"], dict(d.get("params") or {}))
 
     def __str__(self) -> str:
-        args = ", ".join(f"{k}={v}" for k, v in sorted(self.params.items()))
+        args = ", ".join(f"{k}={_shown(v)}" for k, v in sorted(self.params.items()))
         return f"{self.pass_name}({args})" if args else self.pass_name
+
+
+def _shown(value) -> str:
+    """A parameter as a candidate's id shows it: code (a model's body, a restrict-compiled
+    function) by size and hash, not in full; the record's ``plan`` holds it whole."""
+    if isinstance(value, str) and ("\n" in value or len(value) > 80):
+        return f"<code {len(value.encode())} B #{text_hash(value)[:8]}>"
+    return str(value)
 
 
 @dataclass

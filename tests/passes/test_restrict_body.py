@@ -175,6 +175,10 @@ def test_the_pass_says_where_the_body_came_from(hand_check):
                              "behind launch-time no-alias check (")
     assert "_param_2 vs _Z11matvec_rowsPKfS0_Pfi_param_0" in change
     assert assemble(cand.ptx).ok if ptxas_path() else True
+    # the id (records, reports, the build's summary line) names the body by size and hash;
+    # the plan keeps it whole
+    assert cand.id.startswith("restrict-body(restrict=<code ") and len(cand.id) < 80, cand.id
+    assert cand.plan[0].params["restrict"] == restrict_text()
 
 
 def test_a_restrict_body_equal_to_nvcc_gives_no_change(hand_check, monkeypatch):
