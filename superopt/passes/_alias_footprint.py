@@ -376,13 +376,134 @@ class FootprintAnalysis:
         key = name
         if at is not None and name in self.defs:
             _, updates = self._updates(name)
-            if updates:
+            if updates and not any(self._reaches_from(u, at) for u, _ in updates):
+                key = (name, "before any update")
+            elif updates:
                 key = (name, tuple(self._before(u, at) for u, _ in updates))
-        if key in self.memo:
+        if key == (name, "before any update"):
+            if key not in self.memo:
+                self.memo[key] = self.init_interval(name)
             return self.memo[key]
-        result = self._interval(name, key[1] if isinstance(key, tuple) else None)
-        self.memo[key] = result
+        if key in self.memo:
+            result = self.memo[key]
+        else:
+            result = self._interval(name, key[1] if isinstance(key, tuple) else None)
+            self.memo[key] = result
+        if at is not None and key == name:
+            guards = tuple(i for i, g in enumerate(self._guards()) if self._guarded(name, at, g))
+            if guards:
+                gkey = (name, "guards", guards)
+                if gkey not in self.memo:
+                    self.memo[gkey] = self._refine(name, result, [self._guards()[i] for i in guards])
+                result = self.memo[gkey]
         return result
+
+    # ----------------------------------------------------------------- guards
+    def _guards(self) -> list:
+        """``(edge block, branch block, predicate, its value on the edge)`` for every edge of
+        a conditional branch into a block that has no other way in: code dominated by that
+        block runs only where the predicate had that value (``if (i < n)``, ``if (i >= n)
+        return``)."""
+        if getattr(self, "_guard_list", None) is None:
+            graph = self.fn.cfg
+            out = []
+            for block in self.fn.blocks:
+                term = block.terminator
+                if term is None or term.opcode != "bra" or term.guard is None:
+                    continue
+                taken = not term.guard.negated
+                for succ in graph.successors(block):
+                    if graph.in_degree(succ) != 1 or len(list(graph.successors(block))) != 2:
+                        continue
+                    kind = graph.edges[block, succ].get("kind")
+                    value = taken if kind == "branch" else (not taken if kind == "fallthrough" else None)
+                    if value is not None:
+                        out.append((succ, block, term.guard.reg.name, value))
+            self._guard_list = out
+        return self._guard_list
+
+    def _guarded(self, name: str, at: Instruction, guard) -> bool:
+        succ, block, pred, value = guard
+        defs = self.defs.get(name, [])
+        ab = self.block_of.get(id(at))
+        if len(defs) != 1 or ab is None or self._loops_around(defs[0]):
+            return False            # one value, made once: the branch saw the value `at` reads
+        dom = self.fn.dominance
+        if not (dom.dominates(self.block_of[id(defs[0])], block) and dom.dominates(succ, ab)):
+            return False
+        return bool(self._constraints(block, pred, value, name, 0))
+
+    def _constraints(self, block, pred: str, value: bool, name: str, depth: int) -> list:
+        """``[(cmp, bound operand, setp)]``: what ``pred == value`` says of ``name`` (signed
+        integer comparisons, through and/or/not of predicates)."""
+        d = next((i for i in reversed(block.instructions)
+                  if isa.defs(i) and isa.defs(i)[0].name == pred), None)
+        if d is None or d.guard is not None or depth > 4:
+            return []
+        if d.opcode == "not" and len(d.operands) == 2 and isinstance(d.operands[1], Reg):
+            return self._constraints(block, d.operands[1].name, not value, name, depth + 1)
+        if d.opcode in ("and", "or") and len(d.operands) == 3 and \
+                all(isinstance(o, Reg) for o in d.operands[1:]):
+            if (d.opcode == "and") != value:
+                return []           # one of the two may be what made it so
+            return [c for o in d.operands[1:]
+                    for c in self._constraints(block, o.name, value, name, depth + 1)]
+        if d.opcode != "setp" or len(d.operands) != 3 or not d.types or d.types[0][1] != "s":
+            return []
+        cmp = next((m[1:] for m in d.modifiers if m[1:] in ("lt", "le", "gt", "ge")), None)
+        if cmp is None:
+            return []
+        a, b = d.operands[1], d.operands[2]
+        if isinstance(a, Reg) and a.name == name:
+            bound = b
+        elif isinstance(b, Reg) and b.name == name:
+            bound, cmp = a, _SWAP[cmp]
+        else:
+            return []
+        if not value:
+            cmp = _INVERT[cmp]
+        return [(cmp, bound, d)]
+
+    def _refine(self, name: str, iv: Interval, guards: list) -> Interval:
+        c = self.code
+        bits = _bits(register_type(self.fn, name)) or 64
+        lo, hi = iv.lo, iv.hi
+        for succ, block, pred, value in guards:
+            for cmp, bound_op, setp in self._constraints(block, pred, value, name, 0):
+                width = type_size(setp.types[0]) * 8
+                if width == 32:       # the comparison saw the 32-bit value: it is the number
+                    self.exact32(iv, True, f"`{setp}`")
+                bound = self.read(bound_op, setp, width, True) if width == 32 else \
+                    self.operand(bound_op, setp, width)
+                if cmp == "lt":
+                    hi = c.min(hi, c.sub(bound.hi, 1))
+                elif cmp == "le":
+                    hi = c.min(hi, bound.hi)
+                elif cmp == "gt":
+                    lo = c.max(lo, c.add(bound.lo, 1))
+                else:
+                    lo = c.max(lo, bound.lo)
+        return Interval(lo, hi)
+
+    def _reaches_from(self, update: Instruction, at: Instruction) -> bool:
+        """Can ``at`` run after ``update`` (any path, loops included)?"""
+        ub, ab = self.block_of.get(id(update)), self.block_of.get(id(at))
+        if ub is None or ab is None:
+            return True
+        if ub is ab and ub.instructions.index(update) < ub.instructions.index(at):
+            return True
+        cache = self.__dict__.setdefault("_reach_cache", {})
+        if id(ub) not in cache:
+            graph = self.fn.cfg
+            seen, stack = set(), list(graph.successors(ub))
+            while stack:
+                node = stack.pop()
+                if node in seen:
+                    continue
+                seen.add(node)
+                stack.extend(graph.successors(node))
+            cache[id(ub)] = seen
+        return ab in cache[id(ub)]
 
     def _before(self, update: Instruction, at: Instruction) -> bool:
         """Does ``at`` run before ``update`` in every iteration of the innermost loop around
@@ -495,8 +616,6 @@ class FootprintAnalysis:
             lo, hi = start.lo, start.hi
             for n, (inst, steps) in enumerate(updates):
                 count = self.update_count(inst, name, inits)
-                if before and before[n]:
-                    count = self.code.max(self.code.sub(count, 1), 0)
                 step = Interval(0, 0)
                 for op, sign in steps:
                     v = self.operand(op, inst, bits)
@@ -504,9 +623,25 @@ class FootprintAnalysis:
                         step = Interval(self.code.add(step.lo, v.lo), self.code.add(step.hi, v.hi))
                     else:
                         step = Interval(self.code.sub(step.lo, v.hi), self.code.sub(step.hi, v.lo))
+                c = self.code
+                if before and before[n]:
+                    # read before the update: updates 0 .. count-1 have run; none when the loop
+                    # never runs (count 0: an inverted, empty range for a step of known sign)
+                    count = c.sub(count, 1)
+                    up = step.lo.lo is not None and step.lo.lo >= 0
+                    down = step.hi.hi is not None and step.hi.hi <= 0
+                    if not (up or down):
+                        count = c.max(count, 0)
+                    self._bounded_product_operands(step, count)
+                    if up:
+                        hi = c.add(hi, c.mul(step.hi, count))
+                        continue
+                    if down:
+                        lo = c.add(lo, c.mul(step.lo, count))
+                        continue
                 self._bounded_product_operands(step, count)
-                lo = self.code.add(lo, self.code.min(0, self.code.mul(step.lo, count)))
-                hi = self.code.add(hi, self.code.max(0, self.code.mul(step.hi, count)))
+                lo = c.add(lo, c.min(0, c.mul(step.lo, count)))
+                hi = c.add(hi, c.max(0, c.mul(step.hi, count)))
             result = Interval(lo, hi)
         return result
 
@@ -613,7 +748,8 @@ class FootprintAnalysis:
         if op == "and" and len(ops) == 3:
             for mask, other in ((ops[2], ops[1]), (ops[1], ops[2])):
                 if isinstance(mask, Imm) and not mask.is_float and 0 <= mask.value <= S32_MAX:
-                    x = self.operand(other, inst, dst_bits) if isinstance(other, Reg) else None
+                    # the register's values anywhere: a single value is exact at every use
+                    x = self.interval(other.name) if isinstance(other, Reg) else None
                     if x is not None and x.lo == x.hi and x.lo.reg is not None:
                         # one value for the whole launch: compute it (the low bits of the
                         # s64 reading are the register's bits)
@@ -833,6 +969,16 @@ class FootprintAnalysis:
             c.require("ge", start.lo, 0, "an unsigned loop test on a negative counter")
             c.require("ge", bound.lo, 0, "an unsigned loop test on a negative bound")
             test = {"lo": "lt", "ls": "le", "hi": "gt", "hs": "ge"}[test]
+        k = abs(step)
+        if test == "ne" and after:
+            # do { ...; c += s } while (c != B): (B - c0) / s iterations when it ends (assumed, see
+            # the module doc); none when it is not entered (entered with c0 == B it would run away)
+            span = c.sub(bound.hi, start.lo) if step > 0 else c.sub(start.hi, bound.lo)
+            span = c.max(span, 0)
+            if k > 1:
+                span = c.add(span, k - 1)
+                span = c.shr(span, k.bit_length() - 1) if k & (k - 1) == 0 else c.div(span, k)
+            return span
         if step > 0 and test in ("lt", "le", "ne"):
             first = c.add(start.lo, step if after else 0)
             limit = c.add(bound.hi, 1 if test == "le" else 0)
@@ -843,7 +989,6 @@ class FootprintAnalysis:
             span = c.sub(first, limit)
         else:
             raise Refused(f"a loop whose counter steps {step} while its test is `{test}`")
-        k = abs(step)
         span = c.max(span, 0)
         if k > 1:
             span = c.add(span, k - 1)

@@ -56,10 +56,10 @@ def probe(kernel: str):
     return ptx_ir.emit(module), check, fn
 
 
-def run_probe(kernel: str, offsets: dict[int, int]) -> int:
+def run_probe(kernel: str, offsets: dict[int, int], case=None) -> int:
     """Launch the probe with buffer parameter ``i`` at byte ``offsets[i]`` of one arena."""
     ptx, check, fn = probe(kernel)
-    params, grid, block = CASES[kernel]
+    params, grid, block = case or CASES[kernel]
     dev = LoadedModule(ptx)
     span = max(off + 4 * params[i][1] for i, off in offsets.items()) + 4096
     base = dev.alloc(span + 8192) + 4096
@@ -76,10 +76,10 @@ def run_probe(kernel: str, offsets: dict[int, int]) -> int:
     return int(dev.heap.read(base + offsets[written], 4).view(np.uint32)[0])
 
 
-def packed(kernel: str, gap_after: dict[int, int] | None = None) -> dict[int, int]:
+def packed(kernel: str, gap_after: dict[int, int] | None = None, case=None) -> dict[int, int]:
     """Buffers one after another at their exact sizes, with ``gap_after[i]`` extra bytes
     (negative: overlap) after buffer ``i``."""
-    params = CASES[kernel][0]
+    params = (case or CASES[kernel])[0]
     out, at = {}, 0
     for i, (kind, n) in enumerate(params):
         if kind == "buf":
@@ -97,11 +97,10 @@ def test_apart_is_disjoint(kernel):
     assert run_probe(kernel, packed(kernel, {i: 4096 for i in buffers(kernel)})) == 1
 
 
-# Bytes the footprint may reach past a buffer's last element at these launches: nvcc's unrolled
-# loops bound their remainder by the main loop's bound (a few elements), a triangular loop
-# (covar's j2 = j1 .. m) by its rectangle. Over-reaching only costs the fast path when buffers
+# Bytes the footprint may reach past a buffer's last element at these launches: none, except for
+# a triangular loop (covar's j2 = j1 .. m), bounded by its rectangle. Over-reaching only costs the fast path when buffers
 # are packed that closely; it never admits an overlap (the tests below).
-SLACK = {"mvt_row": 24, "mvt_col": 256, "gemm": 256, "covar": 2048, "early_exit": 0}   # measured
+SLACK = {"mvt_row": 0, "mvt_col": 0, "gemm": 0, "covar": 2048, "early_exit": 0}   # measured
 
 
 @pytest.mark.parametrize("kernel", sorted(CASES))
@@ -171,3 +170,33 @@ def test_every_operand_of_the_check_is_a_register_or_an_immediate():
             for op in inst.operands:
                 assert isinstance(op, (Reg, Imm, Addr)), (kernel, inst, op)
         ptx_ir.parse(ptx)
+
+
+def matvec(n: int, block: int):
+    """mvt_row/mvt_col at size n with a block of ``block`` threads: n % 4 picks nvcc's unrolled
+    main loop and its remainder (n < 4: the main loop never runs), block > n leaves threads
+    past the end that the kernel's ``if (i < n)`` keeps out of the footprint."""
+    return ([("buf", n * n), ("buf", n), ("buf", n), ("int", n), ("int", n)], (-(-n // block), 1, 1), (block, 1, 1))
+
+
+@pytest.mark.parametrize("kernel", ["mvt_row", "mvt_col"])
+@pytest.mark.parametrize("n,block", [(3, 32), (5, 32), (6, 4), (7, 32), (13, 8), (33, 32)])
+def test_footprints_are_exact_at_remainders_and_past_the_guard(kernel, n, block):
+    case = matvec(n, block)
+    assert run_probe(kernel, packed(kernel, case=case), case) == 1
+    ptx, check, fn = probe(kernel)
+    names = [p.name for p in fn.params]
+    for a, b in ((0, 1), (1, 2)):
+        if names[a] in check.written or names[b] in check.written:
+            assert run_probe(kernel, packed(kernel, {a: -4}, case=case), case) == 0, (names[a], names[b])
+
+
+@pytest.mark.parametrize("n,block", [(5, 32), (13, 8), (33, 32)])
+def test_the_written_buffer_ends_at_the_guard_not_the_grid(n, block):
+    """tmp (written, n elements) right before A: threads i >= n do not run the body, so the
+    check passes with A starting at tmp's end and fails one element earlier."""
+    case = matvec(n, block)
+    for kernel in ("mvt_row", "mvt_col"):
+        for overlap, expected in ((0, 1), (4, 0)):
+            offsets = {2: 0, 0: 4 * n - overlap, 1: 4 * n - overlap + 4 * n * n + 4096}
+            assert run_probe(kernel, offsets, case) == expected, (kernel, overlap)
