@@ -184,6 +184,8 @@ SETTINGS: tuple[Setting, ...] = (
             "developer"),
     Setting("NVCC_PLUS_TEST_SPEND", "", "tests: seconds a fake optimizer pretends to search",
             "developer"),
+    Setting("NVCC_PLUS_TEST_RESTRICT", "", "tests: file prefix the restrict-variant probe optimizer "
+            "writes what it got to", "developer"),
 )
 
 BY_ENV = {s.env: s for s in SETTINGS}

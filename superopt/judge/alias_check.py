@@ -45,7 +45,7 @@ __all__ = ["AliasRuns", "run_baseline_layouts", "candidate_sets", "judge_candida
 # register fills go by the launches of one index in a call)
 ALIAS_INDEX = 1000
 # nvcc's runs of each aliased set (its determinism there); a candidate's runs
-BASELINE_RUNS = 3
+BASELINE_RUNS = 5
 CANDIDATE_RUNS = 2
 
 
@@ -148,7 +148,7 @@ def run_baseline_layouts(baseline_ptx: str, spec, be, policy, seed: int, sets: l
             one = None
     sizes = [small] + ([one] if one is not None else [])
     if getattr(be, "not_chosen", ()) and one is not None:
-        # a GPU chooses its own schedule: nvcc's three runs may agree on a layout where its threads
+        # a GPU chooses its own schedule: nvcc's runs may agree on a layout where its threads
         # race, and a candidate's other timing then gives another outcome. There the one-thread
         # launch (no thread to race with) comes first; the kept candidate's emulator check
         # (superopt.search.loop._emulator_shadow) runs the others under chosen schedules

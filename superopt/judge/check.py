@@ -77,9 +77,10 @@ buffer. What it does, and why:
   values (:mod:`superopt.judge.atomic_judge`), everything else bit-exactly; evidence
   ``atomic_log``. Still exact: the candidate can give exactly the results nvcc's code can.
 * **Buffers that overlap.** For a kernel with a written buffer and another buffer parameter,
-  up to four aliased layouts (:mod:`superopt.judge.alias_check`: a written buffer in place on,
-  shifted by one element from, or in the middle of another buffer, one allocation and guard zones
-  around the union) at the smallest launch: nvcc's code runs each three times (other schedules on
+  up to six aliased layouts (:mod:`superopt.judge.alias_check`: a written buffer in place on,
+  shifted by one element from, one element in common at either end with, or in the middle of
+  another buffer, one allocation and guard zones
+  around the union) at the smallest launch: nvcc's code runs each five times (other schedules on
   the emulator), a layout where it faults or races is dropped (evidence ``aliasing``), and every
   candidate must match it on the others, so one that silently assumes its buffers do not alias
   is rejected with the layout named. nvcc's runs there are part of :class:`BaselineRuns`.

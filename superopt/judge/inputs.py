@@ -929,7 +929,7 @@ def candidate_poison(kind: str, ref: np.ndarray, et: Union[ElemType, str], rng: 
 # (``scale(x, x)``, ``y = x + 1``), and nvcc's code stays right for them. The check therefore
 # also runs a few *aliased* sets (superopt.judge.check): one written buffer laid out inside
 # the allocation of another. At most this many layouts per kernel:
-MAX_ALIAS_LAYOUTS = 4
+MAX_ALIAS_LAYOUTS = 6
 
 
 @dataclass(frozen=True)
@@ -956,6 +956,13 @@ class AliasLayout:
             if off <= 0:
                 return None
             return replace(self, shift=off // w.elem.size, offset=off)
+        if self.kind in ("last", "first"):
+            # one element in common: W's first on H's last, or W's last on H's first (the edge a
+            # launch-time range check gets wrong when it is off by one)
+            if w.elem.size != h.elem.size:
+                return None
+            off = h.nbytes - h.elem.size if self.kind == "last" else -(w.nbytes - w.elem.size)
+            return replace(self, shift=off // w.elem.size, offset=off)
         return replace(self, offset=self.shift * w.elem.size)
 
     def describe(self) -> str:
@@ -964,6 +971,10 @@ class AliasLayout:
         if self.kind == "middle":
             where = f" (+{self.shift} elements)" if self.offset is not None else ""
             return f"{self.buffer} aliased onto the middle of {self.onto}{where}"
+        if self.kind == "last":
+            return f"{self.buffer} starting on the last element of {self.onto}"
+        if self.kind == "first":
+            return f"{self.buffer} ending on the first element of {self.onto}"
         return f"{self.buffer} aliased onto {self.onto} at {self.shift:+d} element{'s' if abs(self.shift) != 1 else ''}"
 
     def to_dict(self) -> dict:
@@ -976,7 +987,8 @@ def alias_layouts(spec: LaunchSpec, cap: int = MAX_ALIAS_LAYOUTS) -> list[AliasL
     without a written buffer (``out``/``inout``) and another buffer parameter). For the first
     written buffer W that has another buffer H of the same element size (H: an input before an
     output, then one of W's length expression, then parameter order): W on H in place, at +1
-    and at -1 element; then W on the middle of the largest input larger than W (at the spec's
+    and at -1 element, W's first element on H's last and W's last on H's first (one element in
+    common: the edge an off-by-one range check misses); then W on the middle of the largest input larger than W (at the spec's
     sizes; any element size). Buffers reached only through a struct (``embedded``) are left
     out."""
     bufs = [b for b in spec.buffers if not b.embedded]
@@ -996,7 +1008,8 @@ def alias_layouts(spec: LaunchSpec, cap: int = MAX_ALIAS_LAYOUTS) -> list[AliasL
         hosts.sort(key=lambda h: (h.direction == "out", str(h.length_expr) != str(w.length_expr)))
         h = hosts[0]
         out = [AliasLayout(w.name, h.name, "in place"), AliasLayout(w.name, h.name, "shift", 1),
-               AliasLayout(w.name, h.name, "shift", -1)]
+               AliasLayout(w.name, h.name, "shift", -1), AliasLayout(w.name, h.name, "last"),
+               AliasLayout(w.name, h.name, "first")]
         break
     for w in written:
         bigger = [h for h in bufs if h.name != w.name and h.direction != "out"

@@ -66,17 +66,23 @@ def _layouts(v, status=None):
 
 def test_plan_layouts_capped_and_described():
     lay = alias_layouts(MATVEC)
-    assert len(lay) <= MAX_ALIAS_LAYOUTS == 4
-    assert [x.kind for x in lay] == ["in place", "shift", "shift", "middle"]
+    assert len(lay) <= MAX_ALIAS_LAYOUTS == 6
+    assert [x.kind for x in lay] == ["in place", "shift", "shift", "last", "first", "middle"]
     assert all(x.buffer == "tmp" for x in lay)
     assert [x.at(MATVEC.resolved()).describe() for x in lay][:3] == [
         "tmp aliased onto A at the same start (in place)", "tmp aliased onto A at +1 element",
         "tmp aliased onto A at -1 element"]
-    mid = lay[3].at(MATVEC.resolved())
+    rs = MATVEC.resolved()
+    last, first = lay[3].at(rs), lay[4].at(rs)
+    a, tmp = rs.param("A"), rs.param("tmp")
+    assert last.offset == a.nbytes - 4 and last.describe() == "tmp starting on the last element of A"
+    assert first.offset == -(tmp.nbytes - 4) and first.describe() == "tmp ending on the first element of A"
+    mid = lay[5].at(rs)
     assert mid.offset % 4 == 0 and 0 < mid.offset and mid.describe().startswith("tmp aliased onto the middle of A")
     # y (inout) on x (an input of its length) in place and shifted; no input larger than y
     assert [(x.buffer, x.onto, x.kind) for x in alias_layouts(AXPY)] == [
-        ("y", "x", "in place"), ("y", "x", "shift"), ("y", "x", "shift")]
+        ("y", "x", "in place"), ("y", "x", "shift"), ("y", "x", "shift"), ("y", "x", "last"),
+        ("y", "x", "first")]
     # nothing written, or a single buffer: no layout
     ro = spec("k", [32, 1, 1], [1, 1, 1], [buf("a", "f32", 32), buf("b", "f32", 32)])
     one = spec("k", [32, 1, 1], [1, 1, 1], [buf("a", "f32", 32, "inout")])
@@ -220,10 +226,10 @@ def test_every_layout_racy_dropped_and_judged_on_the_normal_sets():
     v = check(BASE, BASE, STENCIL, backend="emulator", sets=3, seed=31)
     assert v.status == ACCEPTED, v.summary()
     info = v.evidence["aliasing"]
-    assert info["judged"] == 0 and info["dropped"] == len(info["layouts"]) == 3
+    assert info["judged"] == 0 and info["dropped"] == len(info["layouts"]) == 5
     assert all("race" in e["why"] for e in info["layouts"])
     assert "overlap" not in v.reason
-    assert any("buffers that overlap: 0 aliased layouts judged, 3 dropped" in n for n in v.evidence["notes"])
+    assert any("buffers that overlap: 0 aliased layouts judged, 5 dropped" in n for n in v.evidence["notes"])
     # a wrong candidate is still rejected on the normal sets
     wrong = _edit(BASE, "stencil2", "add.f32", "sub.f32")
     assert check(BASE, wrong, STENCIL, backend="emulator", sets=3, seed=31).status == REJECTED

@@ -29,3 +29,8 @@ extern "C" __global__ void gather(const float *a, const int *idx, float *out, in
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) out[i] = a[idx[i]];
 }
+// Refused by promote-accumulators: another access to the accumulator's buffer in the loop.
+extern "C" __global__ void same_buffer(float *y, const float *a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) for (int j = 0; j < n; j++) y[i] += a[j] * y[(i + j) % n];
+}
