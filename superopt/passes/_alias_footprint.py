@@ -8,23 +8,32 @@ every written range is disjoint from every other accessed range.
 How the ranges are found (interval analysis, evaluated by the emitted code itself):
 
 * every integer register gets an interval ``[lo, hi]`` of signed 64-bit values over all its
-  definitions in the function (flow-insensitive, so a hull over every path and every thread);
-  ``%tid`` is ``[0, %ntid-1]``, ``%ctaid`` ``[0, %nctaid-1]``, a parameter its value;
-* a loop recurrence ``r = init; ... r += s`` is ``init + [0, s * U]`` where ``U`` bounds how many
-  times the update runs per ``init``: the product of the trip-count bounds of the loops around the
-  update that do not re-run an init on every iteration; a loop's trip-count bound comes from its
-  counted exit (``do { ...; c += s } while (c CMP B)``): ``1 + ceil((B - c0) / s)`` at most;
+  definitions in the function (flow-insensitive: a hull over every path and every thread);
+  ``%tid`` is ``[0, %ntid-1]``, ``%ctaid`` ``[0, %nctaid-1]``, a parameter its value; values are
+  ``reg + k`` with static bounds where known, so offsets fold and equal computations are shared;
+* a loop recurrence ``r = init; ... r += s`` (also through nvcc's chained pointer bumps
+  ``a = r + s; b = a + s; r = b + s``) is ``init + [0, s * U]`` where ``U`` bounds how many times
+  the update runs per ``init``: the product of the trip-count bounds of the loops around the
+  update that do not re-run an init on every iteration. A loop's bound comes from a counted exit
+  (``do { ...; c += s } while (c CMP B)``, or one conjunct of an ``and.pred`` exit test):
+  ``1 + ceil((B - c0) / s)`` at most, ``(B - c0) / s`` for a ``ne`` test after the update (zero
+  when the loop is not entered);
+* where a register is read refines what it holds there: before any of its updates can have run,
+  its initial values; before its update in the same iteration, one update fewer (an empty range
+  when the loop never runs); under a dominating branch on it (``if (i < n)``, ``if (i >= n)
+  return``), that bound; a value that is one value for the whole launch stays one value through
+  ``and`` with a constant (nvcc's ``n & 3`` remainders);
 * the bounds are symbolic, so the code computes them: the check's instructions read only the
   kernel's parameters and ``%ntid``/``%nctaid``, and every thread computes the same predicate.
 
-What is not proven statically is checked at run time and joins the predicate: a 32-bit value
-must fit in ``s32`` (so no arithmetic wrapped and its signed and unsigned readings agree where an
-unsigned widening reads it, which must then see no negative value); a register multiplied by a
-register must stay within ``2**31`` in magnitude (no 64-bit overflow in the bound); a step read
-from a register must be positive where it divides a trip count. If any of these fails, the
-predicate is false and nvcc's code runs. Assumed, not checked: a ``ne``-tested loop counter
-reaches its bound (the loop terminates; nvcc's code would run away otherwise), and a generic
-pointer to global memory equals its ``cvta.to.global`` value (true on every GPU PTX targets).
+What is not proven statically is checked at run time and joins the predicate. A 32-bit register
+holds its value modulo ``2**32`` (add, sub, mul.lo and shl are ring operations), so where one is
+read as a number (a widening, a comparison, a shift right, min/max, a division) its exact value
+must lie in the type's range; an unsigned reading must see no negative value; products must stay
+far inside 64 bits. If any of these fails, the predicate is false and nvcc's code runs. Assumed,
+not checked: a ``ne``-tested loop counter reaches its bound (the loop terminates; nvcc's code
+would run away otherwise), and a generic pointer to global memory equals its ``cvta.to.global``
+value (true on every GPU PTX targets).
 
 Refused (no check; the kernel keeps nvcc's code): an address that depends on loaded data, a
 global access whose pointer is not a parameter (a pointer inside a struct, a global variable),
@@ -55,9 +64,6 @@ _SPECIAL_VALUES = ("%ntid", "%nctaid")
 
 class Refused(Exception):
     """The footprint cannot be bounded; the message says why."""
-
-
-Bound = "int | Reg"
 
 
 @dataclass(frozen=True)
@@ -466,7 +472,6 @@ class FootprintAnalysis:
 
     def _refine(self, name: str, iv: Interval, guards: list) -> Interval:
         c = self.code
-        bits = _bits(register_type(self.fn, name)) or 64
         lo, hi = iv.lo, iv.hi
         for succ, block, pred, value in guards:
             for cmp, bound_op, setp in self._constraints(block, pred, value, name, 0):
@@ -968,7 +973,7 @@ class FootprintAnalysis:
         if unsigned:
             c.require("ge", start.lo, 0, "an unsigned loop test on a negative counter")
             c.require("ge", bound.lo, 0, "an unsigned loop test on a negative bound")
-            test = {"lo": "lt", "ls": "le", "hi": "gt", "hs": "ge"}[test]
+            test = {"lo": "lt", "ls": "le", "hi": "gt", "hs": "ge"}.get(test, test)
         k = abs(step)
         if test == "ne" and after:
             # do { ...; c += s } while (c != B): (B - c0) / s iterations when it ends (assumed, see

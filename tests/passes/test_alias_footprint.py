@@ -200,3 +200,22 @@ def test_the_written_buffer_ends_at_the_guard_not_the_grid(n, block):
         for overlap, expected in ((0, 1), (4, 0)):
             offsets = {2: 0, 0: 4 * n - overlap, 1: 4 * n - overlap + 4 * n * n + 4096}
             assert run_probe(kernel, offsets, case) == expected, (kernel, overlap)
+
+
+def test_every_corpus_kernel_gets_a_check_or_a_reason():
+    """The analysis on nvcc's code for the corpus (tests/corpus/ptx, sm_90: programs nobody here
+    wrote): a check whose code parses back, or a refusal that says why, never an exception."""
+    import glob
+    built = refused = 0
+    for path in sorted(glob.glob(str(HERE.parent / "corpus" / "ptx" / "*.sm_90.ptx"))):
+        module = ptx_ir.parse(Path(path).read_text())
+        for kernel in module.kernels:
+            clone = module.clone()
+            check, why = build_alias_check(clone.function(kernel.name))
+            if check is None:
+                assert why, (path, kernel.name)
+                refused += 1
+            else:
+                clone.function(kernel.name).validate()
+                built += 1
+    assert built > 100 and refused > 100, (built, refused)
