@@ -31,10 +31,10 @@ A location ``[R+k]`` of a loop is promoted when, proven from the IR:
 from __future__ import annotations
 
 from ptx_ir import isa
-from ptx_ir.nodes import Addr, Guard, Instruction, Label, Reg, Sym
+from ptx_ir.nodes import Addr, Instruction, Label, Reg, Sym
 from superopt.passes import Change, register
 from superopt.passes._alias_footprint import FootprintAnalysis, Refused, build_alias_check
-from superopt.passes._loop_tools import I, bra, register_type
+from superopt.passes._loop_tools import bra, register_type
 from superopt.passes._versioning import VersioningRefused, versioned
 
 ORIGIN = "global accumulators kept in registers"

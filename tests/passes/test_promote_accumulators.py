@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 import ptx_ir
-from ptx_ir.nodes import Instruction, Reg
+from ptx_ir.nodes import Reg
 from superopt.judge.check import ACCEPTED, REJECTED
 from superopt.passes import get_pass
 from superopt.passes._alias_footprint import build_alias_check
