@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
 import re
 import statistics
 import sys
@@ -41,7 +40,7 @@ import time
 import tomllib
 from pathlib import Path
 
-from bench.never_slower.run import decisions, slower_than_nvcc
+from bench.never_slower.run import _write, decisions, slower_than_nvcc
 from bench.programs import run as programs
 
 HERE = Path(__file__).resolve().parent
@@ -281,13 +280,6 @@ def table(result: dict) -> str:
     if result.get("not_run"):
         out.append(f"not run (deadline): {', '.join(result['not_run'])}")
     return "\n".join(out)
-
-
-def _write(out: Path, result: dict) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(out.suffix + ".tmp")
-    tmp.write_text(json.dumps(result, indent=1) + "\n")
-    os.replace(tmp, out)
 
 
 def main(argv: list[str] | None = None) -> int:
