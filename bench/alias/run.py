@@ -40,6 +40,7 @@ import time
 import tomllib
 from pathlib import Path
 
+from bench.never_slower.run import _times as never_slower_times
 from bench.never_slower.run import _write, decisions, slower_than_nvcc
 from bench.programs import run as programs
 
@@ -96,16 +97,7 @@ def expected_seconds(name: str, reps: int, budget: float, modes: list[str], time
 
 def _times(runs: list[dict], kernel: str | None) -> tuple[list[float], list[str]]:
     """(passing times, every check) of one side's runs, of one kernel or (None) of the program."""
-    ms, checks = [], []
-    for r in runs:
-        one = (r.get("per_kernel") or {}).get(kernel) if kernel is not None else r
-        if one is None:
-            checks.append("NO_RESULT")
-            continue
-        checks.append(one.get("check") or "NO_RESULT")
-        if one.get("check") == "PASS" and r.get("check") == "PASS" and one.get("kernel_ms") is not None:
-            ms.append(float(one["kernel_ms"]))
-    return ms, checks
+    return never_slower_times(runs, kernel, key="per_kernel")
 
 
 def _stats(ms: list[float]) -> dict:

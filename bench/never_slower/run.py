@@ -60,11 +60,12 @@ def slower_than_nvcc(nvcc_ms: list[float], mode_ms: list[float]) -> dict:
             "median_ms": b, "reason": reason}
 
 
-def _times(runs: list[dict], block: str | None) -> tuple[list[float], list[str]]:
-    """(passing times, every check) of one side's runs, of one block size or of the program."""
+def _times(runs: list[dict], block: str | None, key: str = "blocks") -> tuple[list[float], list[str]]:
+    """(passing times, every check) of one side's runs, of one block size (or, with ``key``
+    ``per_kernel``, one kernel) or of the program."""
     ms, checks = [], []
     for r in runs:
-        one = (r.get("blocks") or {}).get(block) if block is not None else r
+        one = (r.get(key) or {}).get(block) if block is not None else r
         if one is None:
             checks.append("NO_RESULT")
             continue

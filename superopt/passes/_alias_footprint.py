@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from ptx_ir import isa
 from ptx_ir.nodes import Addr, Imm, Instruction, Reg, Sym, type_size
 from superopt.passes._alias_check import AliasCheck
-from superopt.passes._loop_tools import I, register_type
+from superopt.passes._loop_tools import I, reachable_blocks, register_type
 
 S32_MIN, S32_MAX = -(1 << 31), (1 << 31) - 1
 MUL_LIMIT = 1 << 31            # |operand| bound for register x register products
@@ -499,15 +499,7 @@ class FootprintAnalysis:
             return True
         cache = self.__dict__.setdefault("_reach_cache", {})
         if id(ub) not in cache:
-            graph = self.fn.cfg
-            seen, stack = set(), list(graph.successors(ub))
-            while stack:
-                node = stack.pop()
-                if node in seen:
-                    continue
-                seen.add(node)
-                stack.extend(graph.successors(node))
-            cache[id(ub)] = seen
+            cache[id(ub)] = reachable_blocks(self.fn, self.fn.cfg.successors(ub))
         return ab in cache[id(ub)]
 
     def _before(self, update: Instruction, at: Instruction) -> bool:

@@ -84,7 +84,6 @@ def _candidates(fn, loop, analysis: FootprintAnalysis) -> list[tuple]:
         if loc is not None:
             by_location.setdefault(key, []).append((i, loc[2]))
     dom = fn.dominance
-    block_of = _block_of(fn)
     out = []
     for (reg, off), accesses in by_location.items():
         if reg in defined:
@@ -96,17 +95,13 @@ def _candidates(fn, loop, analysis: FootprintAnalysis) -> list[tuple]:
         if len(types) != 1:
             continue
         stores = [i for i, _ in accesses if i.opcode == "st"]
-        if not any(i.guard is None and all(dom.dominates(block_of[id(i)], latch) for latch in loop.latches)
+        if not any(i.guard is None and all(dom.dominates(fn.block_of(i), latch) for latch in loop.latches)
                    for i in stores):
             continue
         if any(i.guard is not None for i, _ in accesses if i.opcode == "ld"):
             continue
         out.append((reg, off, types.pop(), [i for i, _ in accesses]))
     return out
-
-
-def _block_of(fn) -> dict:
-    return {id(i): b for b in fn.blocks for i in b.instructions}
 
 
 def _preheader(fn, loop):

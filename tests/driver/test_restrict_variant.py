@@ -60,6 +60,20 @@ def test_a_failing_cicc_gives_none_once_and_a_one_line_reason(tmp_path):
     assert variant.error == f"cicc {FLAG} failed (exit 2): x.cu(3): error: something went wrong"
 
 
+def test_a_cicc_that_hangs_is_stopped_at_the_timeout(tmp_path, monkeypatch):
+    import time
+    from nvcc_plus import restrict_variant
+    monkeypatch.setattr(restrict_variant, "TIMEOUT_S", 0.5)
+    cicc = tmp_path / "cicc"
+    cicc.write_text("#!/bin/sh\nsleep 30\n")
+    cicc.chmod(cicc.stat().st_mode | stat.S_IEXEC)
+    variant = RestrictVariant(LINE, {"CICC_PATH": str(tmp_path), "PATH": os.environ["PATH"]})
+    t0 = time.monotonic()
+    assert variant() is None
+    assert time.monotonic() - t0 < 10
+    assert variant.error == f"cicc {FLAG} did not finish in 0.5 s"
+
+
 @needs_nvcc
 def test_the_driver_variant_is_nvcc_restrict_ptx(tmp_path: Path):
     (tmp_path / "mv.cu").write_text(MATVEC_CU)

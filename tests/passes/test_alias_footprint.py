@@ -143,6 +143,17 @@ def test_the_check_reads_only_parameters_and_the_launch():
         assert len(check.instructions) < 300, (kernel, len(check.instructions))
 
 
+def test_a_check_over_the_size_cap_is_refused(monkeypatch):
+    import superopt.passes._alias_footprint as footprint
+    module = ptx_ir.parse(PTX)
+    fn = module.function("covar")
+    decls = len(fn.reg_decls)
+    monkeypatch.setattr(footprint, "MAX_CHECK_INSTRUCTIONS", 20)
+    check, why = build_alias_check(fn)
+    assert check is None and why.startswith("the check would take ") and why.endswith(" instructions")
+    assert len(fn.reg_decls) == decls                 # nothing declared for a refused check
+
+
 def test_refusals_say_why():
     module = ptx_ir.parse(PTX)
     gather = next(f for f in module.functions if f.name == "gather")
