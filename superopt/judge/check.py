@@ -401,8 +401,18 @@ class BaselineRuns:
     # the backend the runs were made on when it is not the one asked for: nvcc's code relies on
     # the lanes of a warp running in step (Backend.lanes_in_step); candidates run there too
     backend: Any = None
-    # nvcc's runs on the aliased layouts it is judged on (superopt.judge.alias_check.AliasRuns), or None
-    aliased: Any = None
+    # nvcc's runs on the aliased layouts it is judged on (superopt.judge.alias_check.AliasRuns), or
+    # None; made on first use (:attr:`aliased`): a check that leaves them out never pays for them
+    aliased_runs: Any = None
+    layouts_pending: Any = None        # a callable making ``aliased_runs``, until it has run
+
+    @property
+    def aliased(self):
+        """nvcc's runs on the aliased layouts (made now if they were not yet), or None."""
+        if self.layouts_pending is not None:
+            make, self.layouts_pending = self.layouts_pending, None
+            self.aliased_runs = make()
+        return self.aliased_runs
 
 
 NOT_DETERMINISTIC = "the baseline is not deterministic"
@@ -721,14 +731,16 @@ def _run_baseline(baseline_ptx: str, spec: LaunchSpec, *, backend: Union[str, Ba
                            f"as far, no farther)")
     phases["baseline_compare"] = round((t_late - t_phase) + (time.monotonic() - t_after), 4)
     # --- buffers that overlap (superopt.judge.alias_check): nvcc's runs on the aliased layouts
-    aliased = alias_check.run_baseline_layouts(baseline_ptx, spec, be, policy, seed, base_sets, valid, ev,
-                                               launch_timeout=launch_timeout, prove=prove, atomic=atomic)
+    # (made when a candidate's check first needs them: BaselineRuns.aliased)
+    def layouts():
+        return alias_check.run_baseline_layouts(baseline_ptx, spec, be, policy, seed, base_sets, valid, ev,
+                                                launch_timeout=launch_timeout, prove=prove, atomic=atomic)
     ev["baseline_seconds"] = [r.elapsed for r in bres if r.elapsed is not None]
     ev["baseline_wall_seconds"] = round(time.monotonic() - t_start, 4)
     return BaselineRuns(baseline_ptx=baseline_ptx, spec=spec, kernel=kname, policy=policy,
                         seed=seed, sets=base_sets, results=bres, valid=valid, unwritten=unwritten,
                         writes_input=base_writes_input, slowest=slowest, evidence=ev,
-                        guard_reads=base_guard_reads, taint=base_taint, atomic=atomic, aliased=aliased)
+                        guard_reads=base_guard_reads, taint=base_taint, atomic=atomic, layouts_pending=layouts)
 
 
 def _golden_problem(spec: LaunchSpec, base_sets, bres, unwritten, valid, policy, ev, atomic=None) -> str | None:
@@ -772,7 +784,7 @@ def _golden_problem(spec: LaunchSpec, base_sets, bres, unwritten, valid, policy,
 def check(baseline_ptx: str, candidate_ptx: str, spec: LaunchSpec, *,
           backend: Union[str, Backend] = "gpu", policy: Union[str, Policy, None] = None, sets: int = 4,
           seed: int | None = None, launch_timeout: float | None = None, min_timeout: float = 2.0,
-          baseline: BaselineRuns | None = None) -> Verdict:
+          baseline: BaselineRuns | None = None, aliasing: bool | str = True) -> Verdict:
     """Judge ``candidate_ptx`` against ``baseline_ptx`` for the kernel ``spec.kernel``.
 
     ``backend``: a name from the registry (``gpu``, ``emulator``) or a Backend instance.
@@ -781,7 +793,10 @@ def check(baseline_ptx: str, candidate_ptx: str, spec: LaunchSpec, *,
     limit for each baseline launch (default: the backend's); candidate launches get
     ``max(min_timeout, 50 x slowest baseline launch)`` unless ``launch_timeout`` is given.
     ``baseline``: runs from :func:`run_baseline` of the same baseline PTX and spec to reuse
-    (then ``sets``, ``seed`` and ``policy`` are those of the runs).
+    (then ``sets``, ``seed`` and ``policy`` are those of the runs). ``aliasing``: True judges the
+    candidate on the aliased layouts too (:mod:`superopt.judge.alias_check`); a string leaves them
+    out and says why in the evidence (the judge does so at a costly shape for a candidate already
+    judged there at another shape: :meth:`superopt.judge.judge.BackendJudge.verify`).
     """
     t_start = time.monotonic()
     if baseline is None:
@@ -807,7 +822,7 @@ def check(baseline_ptx: str, candidate_ptx: str, spec: LaunchSpec, *,
             raise ValueError("check(baseline=...): the runs were made with another baseline PTX")
         prepared, reused = baseline, True
     be = get_backend(backend) if isinstance(backend, str) else backend
-    return _judge_candidate(prepared, candidate_ptx, be, launch_timeout, min_timeout, t_start, reused)
+    return _judge_candidate(prepared, candidate_ptx, be, launch_timeout, min_timeout, t_start, reused, aliasing)
 
 
 # Sets the candidate runs once, not twice: the tails (for the residues) and the large set (for
@@ -940,12 +955,17 @@ _TAINT_SINKS = {"branch": "branches on", "store": "stores on", "predicate": "is 
 
 
 def _judge_candidate(bl: BaselineRuns, candidate_ptx: str, be: Backend, launch_timeout, min_timeout,
-                     t_start: float, reused: bool) -> Verdict:
+                     t_start: float, reused: bool, aliasing: bool | str = True) -> Verdict:
     """The candidate half of :func:`check`, against prepared baseline runs."""
     policy, spec = bl.policy, bl.spec
     if bl.backend is not None:
         be = bl.backend                # the lanes of a warp in step, as nvcc's code needs
+    # nvcc's aliased runs are made (and written into its evidence) before the evidence is copied
+    aliased = bl.aliased if aliasing is True else None
     ev = copy.deepcopy(bl.evidence)
+    if aliasing is not True:
+        ev["aliasing_left_out"] = str(aliasing)
+        ev["notes"].append(f"aliased layouts not run at this shape: {aliasing}")
     bl.uses += 1
     if reused:
         ev["notes"].append(f"baseline runs reused (input seed {bl.seed}, use {bl.uses}): the baseline is "
@@ -964,7 +984,6 @@ def _judge_candidate(bl: BaselineRuns, candidate_ptx: str, be: Backend, launch_t
     static = _static_verdict(bl.baseline_ptx, candidate_ptx, bl.kernel, policy, ev, t_start)
     if static is not None:
         return static
-    aliased = bl.aliased
     bounds = _launch_bounds_problem(candidate_ptx, bl.kernel, [bl.sets[i] for i in bl.valid]
                                     + (list(aliased.sets) if aliased is not None else []))
     if bounds:

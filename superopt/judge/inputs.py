@@ -1042,16 +1042,40 @@ def one_thread_sizes(spec: LaunchSpec, ov: dict) -> dict | None:
 class AliasGeometry:
     """Where the views of an aliased set lie in the one allocation (the *union*) that holds
     both: ``at[name]`` is each view's byte offset in the union of ``size`` bytes. The overlap
-    starts from the bytes of ``winner`` (:func:`normalize_alias`); ``overlap`` marks the elements of
-    ``loser`` inside the winner's bytes (compared through the winner's view)."""
+    starts from the bytes of ``winner`` (:func:`normalize_alias`); the elements ``first`` to
+    ``stop`` (exclusive) of ``loser`` lie inside the winner's bytes (compared through the
+    winner's view); ``overlap`` is that range as a mask over the loser's elements.
+
+    The range is computed, not the mask: a check makes this geometry several times per aliased
+    set (packing, unpacking, judging), and at captured sizes a per-element mask made each time
+    cost more host time than the launches."""
     size: int
     at: dict
     winner: str
     loser: str
-    overlap: np.ndarray
+    first: int
+    stop: int
+    length: int
+
+    @functools.cached_property
+    def overlap(self) -> np.ndarray:
+        m = np.zeros(self.length, bool)
+        m[self.first:self.stop] = True
+        return m
+
+
+def _overlap_range(start: int, es: int, length: int, ws: int, we: int) -> tuple[int, int]:
+    """Elements k of a buffer at byte ``start`` (``es`` bytes each, ``length`` of them) whose bytes
+    meet [ws, we): start + k*es < we and start + (k+1)*es > ws, as a range [first, stop)."""
+    first = min(max((ws - start) // es, 0), length)           # k > (ws - start)/es - 1
+    stop = min(max(-((start - we) // es), 0), length)         # k < (we - start)/es
+    return first, max(first, stop)
 
 
 def alias_geometry(s: InputSet) -> AliasGeometry:
+    cached = s.__dict__.get("_alias_geometry")
+    if cached is not None and cached[0] is s.alias and cached[1] is s.spec:
+        return cached[2]
     lay = s.alias
     w, h = s.spec.param(lay.buffer), s.spec.param(lay.onto)
     lo = min(0, lay.offset)
@@ -1061,10 +1085,12 @@ def alias_geometry(s: InputSet) -> AliasGeometry:
     # or two outputs, the host's
     winner, loser = (w, h) if (h.direction == "out" and w.direction != "out") else (h, w)
     es = loser.elem.size
-    starts = at[loser.name] + np.arange(int(loser.length), dtype=np.int64) * es
-    ws, we = at[winner.name], at[winner.name] + winner.nbytes
-    overlap = (starts < we) & (starts + es > ws)
-    return AliasGeometry(size=hi - lo, at=at, winner=winner.name, loser=loser.name, overlap=overlap)
+    first, stop = _overlap_range(at[loser.name], es, int(loser.length), at[winner.name],
+                                 at[winner.name] + winner.nbytes)
+    geom = AliasGeometry(size=hi - lo, at=at, winner=winner.name, loser=loser.name, first=first, stop=stop,
+                         length=int(loser.length))
+    s.__dict__["_alias_geometry"] = (s.alias, s.spec, geom)
+    return geom
 
 
 def union_bytes(s: InputSet, geom: AliasGeometry | None = None) -> np.ndarray:
@@ -1111,6 +1137,7 @@ def aliased_set(spec: LaunchSpec, seed: int, index: int, overrides: dict, layout
     sizes = _sizes_text(ov, spec)
     label = f"aliased set {index} ({lay.describe()}; {sizes})"
     s = replace(s, alias=lay, label=label)
-    if not alias_geometry(s).overlap.any():
+    g = alias_geometry(s)
+    if g.stop <= g.first:
         return None                      # side by side at these sizes (a buffer of one element at -1)
     return normalize_alias(s)

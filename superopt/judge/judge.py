@@ -9,8 +9,25 @@ from superopt.judge.phases import phase
 from superopt.judge.protocol import Judge
 from superopt.specs.scaled import SCALED_SUFFIX
 
+ACCEPTED_STATUS = "accepted"
+
 
 CAPTURED_SETS = 3
+# A shape whose buffers hold more than this is *costly* for the aliased layouts: a candidate
+# judged on them at another shape of its search is not judged on them again there. The layouts
+# test how a candidate treats buffers that overlap (the launch-time no-alias check, loads moved
+# past stores), which the same code shows at any size; at a captured shape of tens of MB nvcc's
+# runs on six layouts (five each) and the candidate's (two each) cost more GPU time than the
+# rest of the check (the economy bench's profile, 2026-12-02).
+ALIASED_LAYOUTS_COSTLY_BYTES = 8 << 20
+
+
+def spec_bytes(spec) -> int | None:
+    """The bytes of a spec's buffers at its sizes, or None when it cannot be resolved here."""
+    try:
+        return sum(b.nbytes for b in spec.resolved().buffers)
+    except Exception:  # noqa: BLE001 - an unresolvable spec fails in the check itself, with its reason
+        return None
 
 
 class BackendJudge(Judge):
@@ -23,6 +40,8 @@ class BackendJudge(Judge):
         self.timing_reps = timing_reps
         self.backend = self._resolve(backend)
         self._baseline_runs: dict = {}
+        # (baseline, candidate) -> the shape at which the candidate was accepted on aliased layouts
+        self._aliasing_judged: dict = {}
         self._timing_inputs: dict = {}          # (baseline, spec) -> the InputSet candidates are timed on
 
     @staticmethod
@@ -110,14 +129,19 @@ class BackendJudge(Judge):
         origin = getattr(spec, "origin", None) or ""
         sets = min(self.check_sets, CAPTURED_SETS) \
             if origin == "captured" or origin.endswith(SCALED_SUFFIX) else self.check_sets
+        aliasing = self._aliasing(base_ptx, cand_ptx, spec)
         if fresh:
-            return check(base_ptx, cand_ptx, spec, backend=self.backend, policy=self.policy, sets=sets)
+            verdict = check(base_ptx, cand_ptx, spec, backend=self.backend, policy=self.policy, sets=sets,
+                            aliasing=aliasing)
+            self._note_aliasing(base_ptx, cand_ptx, spec, verdict)
+            return verdict
         key = (text_digest(base_ptx), spec_key(spec))
         runs = self._baseline_runs.get(key)
         if runs is None:
             runs = run_baseline(base_ptx, spec, backend=self.backend, policy=self.policy, sets=sets)
             if any(k[0] != key[0] for k in self._baseline_runs):
                 self._baseline_runs = {}        # one kernel at a time: bounded memory
+                self._aliasing_judged = {}
             self._baseline_runs[key] = runs     # every launch shape of it (captured + inferred)
         if not isinstance(runs, BaselineRuns):
             return runs          # could not judge the baseline (e.g. not deterministic): not again per candidate
@@ -126,10 +150,36 @@ class BackendJudge(Judge):
             # runs per input set agreeing is the answer; a third run of the same code adds nothing
             return Verdict(ACCEPTED, f"nvcc's own code: its two runs agree on each of {len(runs.valid)} input "
                                      f"sets", str(runs.policy), dict(runs.evidence))
-        verdict = check(base_ptx, cand_ptx, spec, backend=self.backend, baseline=runs)
+        verdict = check(base_ptx, cand_ptx, spec, backend=self.backend, baseline=runs, aliasing=aliasing)
         if verdict.status == "rejected":
             self._baseline_runs.pop(key, None)
+        self._note_aliasing(base_ptx, cand_ptx, spec, verdict)
         return verdict
+
+    def _aliasing(self, base_ptx: str, cand_ptx: str, spec) -> bool | str:
+        """True: judge the candidate on the aliased layouts at ``spec``; else why not (it was, at
+        another shape, and this one is costly: :data:`ALIASED_LAYOUTS_COSTLY_BYTES`)."""
+        where = self._aliasing_judged.get((text_digest(base_ptx), text_digest(cand_ptx)))
+        if where is None:
+            return True
+        n = spec_bytes(spec)
+        if n is None or n <= ALIASED_LAYOUTS_COSTLY_BYTES:
+            return True
+        return (f"the candidate was judged on them at {where}; this shape's buffers hold {n / 2**20:.0f} MiB "
+                f"(over {ALIASED_LAYOUTS_COSTLY_BYTES >> 20} MiB)")
+
+    def _note_aliasing(self, base_ptx: str, cand_ptx: str, spec, verdict) -> None:
+        """Remember a candidate accepted with aliased launches run, and at which shape."""
+        if verdict.status != ACCEPTED_STATUS or cand_ptx == base_ptx:
+            return
+        info = (verdict.evidence or {}).get("aliasing") or {}
+        if not info.get("candidate_launches"):
+            return
+        key = (text_digest(base_ptx), text_digest(cand_ptx))
+        if key not in self._aliasing_judged:
+            lengths = next((e.get("lengths") for e in info.get("layouts", []) if e.get("status") == "judged"), None)
+            self._aliasing_judged[key] = ("another launch shape" if not lengths else
+                                          "lengths " + ", ".join(f"{k}={v}" for k, v in lengths.items()))
 
     def sanitize(self, base_ptx: str, cand_ptx: str, spec, tools):
         """compute-sanitizer on baseline and candidate (see superopt.judge.sanitize); GPU only."""

@@ -16,7 +16,7 @@ from superopt.judge.alias_check import ALIAS_INDEX
 from superopt.judge.backends.emulator import EmulatorBackend
 from superopt.judge.backends.gpu import pack_sets, unpack_result
 from superopt.judge.check import ACCEPTED, REJECTED, check
-from superopt.judge.inputs import (MAX_ALIAS_LAYOUTS, alias_geometry, alias_layouts, aliased_set, make_rng,
+from superopt.judge.inputs import (MAX_ALIAS_LAYOUTS, _overlap_range, alias_geometry, alias_layouts, aliased_set, make_rng,
                                    one_thread_sizes, union_bytes)
 from tests.passes.data.unroll_tools import buf, emulator_available, scalar, spec
 
@@ -49,6 +49,15 @@ def _edit(text: str, kernel: str, old: str, new: str) -> str:
     body = text[start:end]
     assert old in body, old
     return text[:start] + body.replace(old, new, 1) + text[end:]
+
+
+def swapped_loads() -> str:
+    """axpy_mul with its two loads before the store swapped: right whether or not x is y."""
+    return _edit(BASE, "axpy_mul",
+                 "\tld.global.f32 \t%f2, [%rd6];\n\tcvta.to.global.u64 \t%rd7, %rd2;\n\tadd.s64 \t%rd8, %rd7, %rd5;\n"
+                 "\tld.global.f32 \t%f3, [%rd8];\n",
+                 "\tcvta.to.global.u64 \t%rd7, %rd2;\n\tadd.s64 \t%rd8, %rd7, %rd5;\n\tld.global.f32 \t%f3, [%rd8];\n"
+                 "\tld.global.f32 \t%f2, [%rd6];\n")
 
 
 def _no_aliasing() -> EmulatorBackend:
@@ -115,6 +124,30 @@ def test_aliased_set_overlap_holds_the_inputs_data(shift):
     # a rerun with other poisons keeps the overlap consistent
     s2 = s.with_outputs({"tmp": np.zeros(5, np.float32)}, make_rng(1))
     assert np.array_equal(s2.data["tmp"][g.overlap].view(np.uint32), tmp[g.overlap].view(np.uint32))
+
+
+def test_overlap_range_is_the_elements_meeting_the_other_view():
+    """The overlap as a range [first, stop) of the loser's elements equals the per-element test
+    (an element's bytes meet the winner's bytes), at every alignment and element size."""
+    rng = np.random.default_rng(5)
+    for _ in range(4000):
+        es = int(rng.choice([1, 2, 4, 8]))
+        length, start, ws = (int(v) for v in rng.integers(0, [40, 300, 300]))
+        we = ws + int(rng.integers(0, 200))
+        starts = start + np.arange(length) * es
+        want = (starts < we) & (starts + es > ws)
+        first, stop = _overlap_range(start, es, length, ws, we)
+        got = np.zeros(length, bool)
+        got[first:stop] = True
+        assert np.array_equal(got, want), (es, length, start, ws, we)
+
+
+def test_alias_geometry_is_made_once_per_set():
+    lay = alias_layouts(MATVEC)[1]
+    s = aliased_set(MATVEC, 7, ALIAS_INDEX, {"m": 5, "n": 3}, lay, make_rng(7))
+    assert alias_geometry(s) is alias_geometry(s)
+    other = s.with_outputs({"tmp": np.zeros(5, np.float32)}, make_rng(1))
+    assert alias_geometry(other).overlap.tolist() == alias_geometry(s).overlap.tolist()
 
 
 def test_gpu_wire_form_of_an_aliased_set():
@@ -195,13 +228,7 @@ def test_matvec_runtime_check_accepted_and_off_by_one_rejected():
 
 
 def test_in_place_axpy_correct_rewrite_accepted():
-    # the two loads before the store swapped: right whether or not x is y
-    cand = _edit(BASE, "axpy_mul",
-                 "\tld.global.f32 \t%f2, [%rd6];\n\tcvta.to.global.u64 \t%rd7, %rd2;\n\tadd.s64 \t%rd8, %rd7, %rd5;\n"
-                 "\tld.global.f32 \t%f3, [%rd8];\n",
-                 "\tcvta.to.global.u64 \t%rd7, %rd2;\n\tadd.s64 \t%rd8, %rd7, %rd5;\n\tld.global.f32 \t%f3, [%rd8];\n"
-                 "\tld.global.f32 \t%f2, [%rd6];\n")
-    v = check(BASE, cand, AXPY, backend="emulator", sets=3, seed=21)
+    v = check(BASE, swapped_loads(), AXPY, backend="emulator", sets=3, seed=21)
     assert v.status == ACCEPTED, v.summary()
     judged = [e["layout"] for e in _layouts(v, "judged")]
     assert "y aliased onto x at the same start (in place)" in judged
@@ -252,3 +279,49 @@ def test_reused_baseline_keeps_its_aliased_runs():
     again = check(BASE, ptx("restrict"), AXPY, backend="emulator", baseline=bl)
     assert first.status == ACCEPTED and again.status == REJECTED, (first.summary(), again.summary())
     assert "aliased_baseline" not in again.evidence["phase_seconds"]     # nvcc's runs were not made again
+
+
+# ---------------------------------------------------------------- where the layouts run (cost)
+
+def test_baseline_aliased_runs_made_only_when_a_check_needs_them():
+    from superopt.judge.check import run_baseline
+    bl = run_baseline(BASE, AXPY, backend="emulator", sets=3, seed=52)
+    assert bl.layouts_pending is not None and "aliasing" not in bl.evidence
+    left = check(BASE, BASE, AXPY, backend="emulator", baseline=bl, aliasing="judged elsewhere (test)")
+    assert left.status == ACCEPTED, left.summary()
+    assert bl.layouts_pending is not None                      # nvcc's aliased runs still not made
+    assert left.evidence["aliasing_left_out"] == "judged elsewhere (test)"
+    assert "overlap" not in left.reason
+    judged = check(BASE, BASE, AXPY, backend="emulator", baseline=bl)
+    assert bl.layouts_pending is None and bl.aliased is not None
+    assert judged.evidence["aliasing"]["candidate_launches"] > 0
+
+
+def _larger(s, **sizes):
+    from dataclasses import replace
+    from superopt.specs.launch_spec import Scalar
+    return replace(s, params=[replace(p, value=sizes[p.name]) if isinstance(p, Scalar) and p.name in sizes else p
+                              for p in s.params])
+
+
+def test_judge_leaves_layouts_out_at_a_costly_shape_once_judged_at_another(monkeypatch):
+    """A candidate accepted on the aliased layouts at one shape is not judged on them again at a
+    shape over the cost bound; one never judged on them is, and a cheat is still caught there."""
+    from superopt.judge import judge as judge_mod
+    big = _larger(AXPY, n=900)
+    monkeypatch.setattr(judge_mod, "ALIASED_LAYOUTS_COSTLY_BYTES", judge_mod.spec_bytes(AXPY))
+    assert judge_mod.spec_bytes(big) > judge_mod.ALIASED_LAYOUTS_COSTLY_BYTES
+    good = swapped_loads()
+    j = judge_mod.BackendJudge(backend="emulator", check_sets=2)
+    small = j.verify(BASE, good, AXPY)
+    assert small.status == ACCEPTED and small.evidence["aliasing"]["candidate_launches"] > 0, small.summary()
+    at_big = j.verify(BASE, good, big)
+    assert at_big.status == ACCEPTED, at_big.summary()
+    assert "judged on them at lengths" in at_big.evidence["aliasing_left_out"]
+    assert not (at_big.evidence.get("aliasing") or {}).get("candidate_launches")
+    fresh = j.verify(BASE, good, big, fresh=True)
+    assert fresh.status == ACCEPTED and "aliasing_left_out" in fresh.evidence, fresh.summary()
+    # a candidate first judged at the costly shape runs the layouts there: the cheat is rejected
+    cheat = ptx("restrict")
+    v = j.verify(BASE, cheat, big)
+    assert v.status == REJECTED and "when buffers overlap" in v.reason, v.summary()
