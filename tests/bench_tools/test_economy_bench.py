@@ -80,3 +80,20 @@ def test_programs_slower_than_nvcc_beyond_their_spread_are_counted():
               "vs_nvcc": {"tune": slower_than_nvcc([1.0, 1.2], [1.05, 1.1])}}}}
     eco.finish(result)
     assert result["slower"] == 1 and result["slower_entries"][0].startswith("a:after: median")
+
+
+def test_slower_with_no_rewrite_kept_is_counted_apart():
+    """A program whose mode kept no rewrite runs nvcc's machine code: beyond the spread there is
+    noise, listed apart; the same difference with a rewrite kept counts as slower."""
+    from bench.never_slower.run import slower_than_nvcc
+    modes = {"tune": {"winners": ["b:k:unroll(factor=4)"]}}
+    result = {"modes": modes, "programs": {}}
+    for name in ("a", "b"):
+        vs = {"tune": slower_than_nvcc([1.0, 1.001, 1.002], [1.03, 1.031, 1.032])}
+        eco.mark_same_code(vs, name, modes)
+        result["programs"][name] = {"vs_nvcc": vs}
+    eco.finish(result)
+    assert result["programs"]["a"]["vs_nvcc"]["tune"]["same_code"] is True
+    assert "same_code" not in result["programs"]["b"]["vs_nvcc"]["tune"]
+    assert result["slower"] == 1 and result["slower_entries"][0].startswith("b:tune:")
+    assert [e.split(":")[0] for e in result["slower_same_code_entries"]] == ["a"]
