@@ -168,6 +168,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("NVCC_PLUS_JUDGE", "", "module:function giving the judge on cluster workers (the CPU tests, "
             "bench/scale --dry-run)", "developer"),
     Setting("SUPEROPT_FAKE_GPUS", "", "tests: fake GPU list (names) for the device lease", "developer"),
+    Setting("SUPEROPT_GPU_RESIDENT_BYTES", "0", "GPU worker: bytes of input buffers kept on the GPU across "
+            "checks (0: off; superopt.judge.backends.resident)", "developer"),
     Setting("SUPEROPT_DRYRUN_TIME_S", "0.05", "bench/scale --dry-run: seconds a fake timing takes",
             "developer"),
     Setting("NVCC_PLUS_DEBUG", "", "1: `superopt` commands show the traceback of an internal error "

@@ -183,6 +183,14 @@ class Worker:
         self.sink = None
         self.peak = None
         self.rng = np.random.default_rng(int.from_bytes(os.urandom(8), "little"))
+        # inputs kept across requests (superopt.judge.backends.resident); off unless
+        # SUPEROPT_GPU_RESIDENT_BYTES is set
+        from superopt.config.settings import env_value
+        from superopt.judge.backends.resident import WorkerStore, worker_limit
+        want = int(env_value("SUPEROPT_GPU_RESIDENT_BYTES") or 0)
+        free = int(self._chk(cu.cuMemGetInfo(), "cuMemGetInfo")[0]) if want > 0 else 0
+        self.store = WorkerStore(min(want, worker_limit(free)), self._dev_alloc, self._dev_upload, self._dev_free)
+        self.info["resident_limit"] = self.store.limit
 
     # ------------------------------------------------------------------ helpers
     def _err_name(self, err) -> str:
@@ -264,7 +272,45 @@ class Worker:
         args = [np.array([int(buf)], np.uint64), np.array([nbytes // 16], np.uint64), np.array([int(self.sink)], np.uint64)]
         self._launch(self.flush_fn, (4 * self.info["sm_count"], 1, 1), (512, 1, 1), 0, args)
 
-    def _alloc_set(self, s: dict, blobs: list):
+    def _dev_alloc(self, n: int):
+        return self._chk(self.cu.cuMemAlloc(max(1, n)), "cuMemAlloc")
+
+    def _dev_upload(self, d, host: np.ndarray):
+        if host.nbytes:
+            self._chk(self.cu.cuMemcpyHtoD(d, host.ctypes.data, host.nbytes), "cuMemcpyHtoD")
+
+    def _dev_free(self, d):
+        try:
+            self.cu.cuMemFree(d)
+        except Exception:  # noqa: BLE001
+            pass
+
+    def _resident_blobs(self, req: dict, blobs: list) -> tuple[list, dict, list]:
+        """The request's blobs with the inputs this worker keeps filled in (their host copies),
+        and {blob index: device copy} for the blobs a run copies device to device; the keys it
+        lacks (then nothing runs: the parent sends them again)."""
+        plan = req.get("resident") or {}
+        use, keep = plan.get("use") or {}, plan.get("keep") or {}
+        missing = self.store.missing(use.values())
+        if missing:
+            return blobs, {}, missing
+        blobs = list(blobs)
+        dev = {}
+        for i, key in keep.items():
+            try:
+                self.store.keep(key, blobs[i])
+            except CudaError as e:
+                if e.code in STICKY:
+                    raise
+                # no room on the device: this input travels as before
+        for i, key in list(use.items()) + list(keep.items()):
+            if key in self.store:
+                d, host = self.store.get(key)
+                blobs[i] = host
+                dev[i] = d
+        return blobs, dev, []
+
+    def _alloc_set(self, s: dict, blobs: list, dev: dict | None = None):
         """Allocate and fill every buffer of a set: [front guard][data][back guard].
 
         Items: ("s", bytes) a scalar; ("b", blob, front, back) a buffer argument; ("e", ...)
@@ -301,7 +347,9 @@ class Worker:
                 bk = np.frombuffer(back, np.uint8)
                 if g:
                     self._chk(cu.cuMemcpyHtoD(cu.CUdeviceptr(base), fr.ctypes.data, g), "cuMemcpyHtoD")
-                if n:
+                if n and dev and idx in dev:        # a kept input: device to device
+                    self._chk(cu.cuMemcpyDtoD(cu.CUdeviceptr(base + g), dev[idx], n), "cuMemcpyDtoD")
+                elif n:
                     self._chk(cu.cuMemcpyHtoD(cu.CUdeviceptr(base + g), data.ctypes.data, n), "cuMemcpyHtoD")
                 if g:
                     self._chk(cu.cuMemcpyHtoD(cu.CUdeviceptr(base + g + n), bk.ctypes.data, g), "cuMemcpyHtoD")
@@ -376,6 +424,9 @@ class Worker:
         cu = self.cu
         sets = req["sets"]
         blobs = _proto.read_blobs(req["blobs"])
+        blobs, dev, missing = self._resident_blobs(req, blobs)
+        if missing:
+            return {"resident_missing": missing, "fatal": False}
         results = [{"status": "not_run", "error": None, "elapsed": None, "buffers": None} for _ in sets]
         try:
             mod, log = self.load(req["ptx"], req.get("cubin"))
@@ -400,7 +451,7 @@ class Worker:
             for s, r in zip(sets, results):
                 allocs = []
                 try:
-                    args, allocs = self._alloc_set(s, blobs)
+                    args, allocs = self._alloc_set(s, blobs, dev)
                     if req.get("scrub_shared", True):
                         self.scrub_shared()
                     self._chk(cu.cuEventRecord(ev0, self.stream), "cuEventRecord")

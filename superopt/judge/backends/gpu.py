@@ -27,6 +27,7 @@ import numpy as np
 
 from superopt.judge.backends import _proto
 from superopt.judge.backends.base import Backend, BackendUnavailable, RunResult, check_guards
+from superopt.judge.backends.resident import ParentTable
 from superopt.judge.inputs import (GUARD_BYTES, InputSet, LargeTarget, _cast_floats, alias_geometry, union_bytes,
                                    union_view)
 from superopt.specs.launch_spec import Buffer, Bytes, LaunchSpec, Scalar
@@ -58,7 +59,8 @@ def pack_sets(spec: LaunchSpec, sets: list[InputSet], *, guards: bool = True) ->
     (for compute-sanitizer, which only sees accesses outside allocations)."""
     blobs: list[np.ndarray] = []
     index: dict[int, int] = {}
-    keep = []                      # keep arrays alive so that id() stays unique
+    keep = []                      # keep arrays alive so that id() stays unique; blob i came from keep[i]
+    inputs: set[int] = set()       # blobs that are a buffer's input data (not an output's poison, not a union)
     out = []
     for s in sets:
         rs = s.spec
@@ -89,13 +91,15 @@ def pack_sets(spec: LaunchSpec, sets: list[InputSet], *, guards: bool = True) ->
                 blobs.append(np.ascontiguousarray(arr).view(np.uint8).reshape(-1))
                 keep.append(arr)
             front, back = s.guards[p.name] if guards else (b"", b"")
+            if not union and p.direction != "out":
+                inputs.add(index[k])
             if union:
                 params.append(("u", index[k], front, back, geom.at[p.name]))
             else:
                 params.append(("e" if p.embedded else "b", index[k], front, back))
         out.append({"grid": tuple(int(g) for g in rs.grid), "block": tuple(int(b) for b in rs.block),
                     "shared": int(rs.shared_bytes), "guard": GUARD_BYTES if guards else 0, "params": params})
-    return {"blobs": blobs, "sets": out}
+    return {"blobs": blobs, "sets": out, "sources": keep, "inputs": inputs}
 
 
 def unpack_result(spec: LaunchSpec, s: InputSet, raw: dict, log: str = "") -> RunResult:
@@ -199,6 +203,7 @@ class GpuBackend(Backend):
         self._info: dict | None = None
         self._unavailable: str | None = None
         self._lock = threading.RLock()
+        self._resident = ParentTable()          # what the worker keeps on the GPU (superopt.judge.backends.resident)
         self.restarts = 0
         self.last_start_seconds: float | None = None
         # parent-side limits on top of the per-launch timeout the worker enforces itself
@@ -235,6 +240,7 @@ class GpuBackend(Backend):
             self._unavailable = f"no GPU: {hello.get('error')}"
             raise BackendUnavailable(self._unavailable)
         self._info = hello["info"]
+        self._resident.reset(int(self._info.get("resident_limit") or 0))
         got = self._info.get("uuid")
         if self.expect_uuid and got and got != self.expect_uuid:
             self._kill()
@@ -369,34 +375,52 @@ class GpuBackend(Backend):
             return [RunResult(status="launch_error", error=f"cannot pack inputs: {e}") for _ in input_sets]
         packed = wire["sets"]
         max_shared = max((p["shared"] for p in packed), default=0)
-        msg = {"op": "run", "ptx": ptx, "cubin": self._cubin(ptx), "kernel": spec.kernel, "timeout": launch_timeout,
-               "scrub_shared": self.scrub_shared, "sets": packed, "blobs": wire["blobs"],
-               "max_shared": max_shared if max_shared > 48 * 1024 else 0}
-        desc = None
-        if sum(b.nbytes for b in wire["blobs"]) > _proto.SHM_THRESHOLD:
-            desc = _proto.write_blobs(wire["blobs"])
-            msg["blobs"] = desc
-            msg["out_file"] = desc["file"] + ".out"
+        base = {"op": "run", "ptx": ptx, "cubin": self._cubin(ptx), "kernel": spec.kernel, "timeout": launch_timeout,
+                "scrub_shared": self.scrub_shared, "sets": packed,
+                "max_shared": max_shared if max_shared > 48 * 1024 else 0}
         hard = self.jit_allowance + len(packed) * (launch_timeout + self.grace_per_set)
         try:
-            rep = self._request(msg, hard, step="check")
-            if desc and "results" in rep:
-                _load_file_buffers(rep["results"], msg["out_file"])
+            rep = self._run_request(base, wire, hard)
+            if rep.get("resident_missing"):
+                # the worker no longer keeps what this side thought: send those inputs again
+                self._resident.forget(rep["resident_missing"])
+                rep = self._run_request(base, wire, hard)
         except BackendUnavailable:
             raise
         except TimeoutError as e:
             return [RunResult(status="timeout", error=str(e)) for _ in input_sets]
         except ChildProcessError as e:
             return [RunResult(status="crash", error=str(e)) for _ in input_sets]
-        finally:
-            if desc:
-                _proto.remove(desc["file"])
-                _proto.remove(msg["out_file"])
         if "results" not in rep:
             return [RunResult(status="crash" if rep.get("fatal") else "launch_error",
                               error=rep.get("error", "no results")) for _ in input_sets]
         log = rep.get("log", "") or ""
         return [unpack_result(spec, s, raw, log) for s, raw in zip(input_sets, rep["results"])]
+
+    def _run_request(self, base: dict, wire: dict, hard: float) -> dict:
+        """One ``run`` request: inputs the worker keeps are named, not sent (superopt.judge.backends.resident);
+        big blobs travel through a shared-memory file."""
+        with self._lock:
+            self._ensure()                       # a new worker keeps nothing: plan after it started
+            use, keep = self._resident.plan(wire["sources"], wire["inputs"])
+        blobs = [np.zeros(0, np.uint8) if i in use else b for i, b in enumerate(wire["blobs"])]
+        msg = dict(base, blobs=blobs)
+        if use or keep:
+            msg["resident"] = {"use": use, "keep": keep}
+        desc = None
+        if sum(b.nbytes for b in blobs) > _proto.SHM_THRESHOLD:
+            desc = _proto.write_blobs(blobs)
+            msg["blobs"] = desc
+            msg["out_file"] = desc["file"] + ".out"
+        try:
+            rep = self._request(msg, hard, step="check")
+            if desc and "results" in rep:
+                _load_file_buffers(rep["results"], msg["out_file"])
+            return rep
+        finally:
+            if desc:
+                _proto.remove(desc["file"])
+                _proto.remove(msg["out_file"])
 
     def time_pair(self, ptx_a: str, ptx_b: str, spec: LaunchSpec, inputs: InputSet, *, reps: int = 100,
                   warmup: int = 10, flush_l2: bool = True, max_seconds: float = 20.0) -> dict:

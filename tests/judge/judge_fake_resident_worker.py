@@ -1,0 +1,60 @@
+"""A GPU worker stand-in that keeps inputs as the real one does (superopt.judge.backends.resident,
+``_gpu_worker.Worker._resident_blobs``) on a fake device (host arrays), and answers each run
+with the bytes it would have copied into every buffer: the parent's results are then the
+inputs as the worker saw them. python judge_fake_resident_worker.py MODE (keep | forget:
+the store is emptied after every request, so the parent's next "use" finds nothing)."""
+import os
+import sys
+
+import numpy as np
+
+from superopt.judge.backends import _proto
+from superopt.judge.backends._gpu_worker import Worker
+from superopt.judge.backends.resident import WorkerStore
+
+mode = sys.argv[1]
+device: dict = {}
+
+
+def alloc(n):
+    device[len(device)] = bytearray(n)
+    return len(device) - 1
+
+
+def upload(d, host):
+    device[d][:] = host.tobytes()
+
+
+w = object.__new__(Worker)
+w.store = WorkerStore(64 << 20, alloc, upload, lambda d: device.pop(d, None))
+log = []
+_proto.send(1, {"ok": True, "info": {"name": "Fake GPU", "pid": os.getpid(), "resident_limit": w.store.limit}})
+while True:
+    try:
+        req = _proto.recv(0)
+    except _proto.ProtocolEOF:
+        sys.exit(0)
+    if req.get("op") == "exit":
+        sys.exit(0)
+    if req.get("op") == "log":
+        _proto.send(1, {"log": log})
+        continue
+    blobs = _proto.read_blobs(req["blobs"])
+    sent = [int(b.nbytes) for b in blobs]
+    blobs, dev, missing = w._resident_blobs(req, blobs)
+    log.append({"sent": sent, "resident": req.get("resident"), "missing": missing, "kept": len(w.store)})
+    if missing:
+        _proto.send(1, {"resident_missing": missing, "fatal": False})
+        continue
+    res = []
+    for s in req["sets"]:
+        bufs = []
+        for it in s["params"]:
+            if it[0] in ("b", "e", "u"):
+                idx = it[1]
+                data = np.frombuffer(bytes(device[dev[idx]]), np.uint8) if idx in dev else np.asarray(blobs[idx])
+                bufs.append((np.array(data, np.uint8), it[2], it[3]))
+        res.append({"status": "ok", "error": None, "elapsed": 1e-6, "buffers": bufs})
+    _proto.send(1, {"results": res, "log": "", "fatal": False})
+    if mode == "forget":
+        w.store.clear()

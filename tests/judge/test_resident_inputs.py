@@ -1,0 +1,149 @@
+"""Input buffers kept by the GPU worker across checks (superopt.judge.backends.resident), on
+the CPU: the bookkeeping of both sides, and the parent's protocol against a worker stand-in
+that keeps inputs with the real worker's code."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from superopt.judge.backends._gpu_worker import CudaError, Worker
+from superopt.judge.backends.gpu import GpuBackend
+from superopt.judge.backends.resident import MIN_BYTES, ParentTable, WorkerStore, worker_limit
+from superopt.judge.inputs import make_input_set
+from superopt.specs.launch_spec import load_spec
+
+HERE = Path(__file__).parent
+SPEC = load_spec(str(HERE / "kernels" / "judge.toml")).resolved({"n": 300_000})     # 1.2 MB per buffer
+PTX = (HERE / "kernels" / "ptx" / "baseline.ptx").read_text()
+MB = 1 << 20
+
+
+def test_parent_table_names_what_it_sent_and_marks_it_read_only():
+    t = ParentTable(limit=3 * MB)
+    a, b = np.ones(MB // 4, np.float32), np.zeros(MB // 4, np.float32)
+    small = np.ones(10, np.float32)
+    use, keep = t.plan([a, b, small], {0, 2})          # b is not input data (an output's poison)
+    assert use == {} and set(keep) == {0} and not a.flags.writeable and b.flags.writeable
+    use, keep = t.plan([a], {0})
+    assert use == {0: ParentTable.key(a)} and keep == {}
+    same_bytes = a.copy()                               # equal content, another array: sent again
+    assert t.plan([same_bytes], {0})[1] == {0: ParentTable.key(same_bytes)}
+    with pytest.raises(ValueError):
+        a[0] = 2.0                                      # a kept input cannot change behind the worker
+    t.forget([ParentTable.key(a)])
+    assert t.plan([a], {0})[1] == {0: ParentTable.key(a)}
+    t.reset(0)                                          # a worker that keeps nothing
+    assert t.plan([a], {0}) == ({}, {})
+
+
+def test_parent_table_bounded_in_bytes_oldest_out():
+    t = ParentTable(limit=2 * MB)
+    xs = [np.full(MB // 4, i, np.float32) for i in range(3)]
+    for x in xs:
+        t.plan([x], {0})
+    assert t.bytes <= 2 * MB
+    assert ParentTable.key(xs[0]) not in t and ParentTable.key(xs[2]) in t
+    assert len(t.plan([np.ones(3 * MB, np.uint8)], {0})[1]) == 0     # larger than the bound: never kept
+
+
+class FakeDevice:
+    def __init__(self, fail_upload=False):
+        self.mem, self.freed, self.fail = {}, [], fail_upload
+
+    def alloc(self, n):
+        self.mem[len(self.mem) + len(self.freed)] = bytearray(n)
+        return len(self.mem) + len(self.freed) - 1
+
+    def upload(self, d, host):
+        if self.fail:
+            raise RuntimeError("upload failed")
+        self.mem[d][:] = host.tobytes()
+
+    def free(self, d):
+        self.mem.pop(d)
+        self.freed.append(d)
+
+
+def test_worker_store_keeps_copies_evicts_and_frees():
+    dev = FakeDevice()
+    st = WorkerStore(2 * MB, dev.alloc, dev.upload, dev.free)
+    a = np.arange(MB, dtype=np.uint8)
+    st.keep("a", a)
+    d, host = st.get("a")
+    assert bytes(dev.mem[d]) == a.tobytes() and host.tobytes() == a.tobytes() and not host.flags.writeable
+    a[0] = 99                                           # the store holds its own copies
+    assert st.get("a")[1][0] == 0
+    st.keep("b", np.ones(MB, np.uint8))
+    st.keep("c", np.ones(MB, np.uint8))                 # over the bound: "a" (least recently used) out
+    assert st.missing(["a", "b", "c"]) == ["a"] and st.bytes <= 2 * MB and d in dev.freed
+    st.keep("huge", np.ones(3 * MB, np.uint8))          # never past the bound
+    assert "huge" not in st
+    st.clear()
+    assert len(st) == 0 and dev.mem == {}
+    bad = FakeDevice(fail_upload=True)
+    st = WorkerStore(2 * MB, bad.alloc, bad.upload, bad.free)
+    with pytest.raises(RuntimeError):
+        st.keep("x", np.ones(MB, np.uint8))
+    assert bad.mem == {} and "x" not in st             # the allocation was freed
+
+
+def test_worker_limit_is_a_fraction_of_free_memory():
+    assert worker_limit(8 << 30) == 512 << 20
+    assert worker_limit(140 << 30) == 1 << 30
+    assert worker_limit(0) == 0
+
+
+def test_worker_reports_missing_keys_and_runs_nothing():
+    w = object.__new__(Worker)
+    dev = FakeDevice()
+    w.store = WorkerStore(4 * MB, dev.alloc, dev.upload, dev.free)
+    blob = np.arange(MB, dtype=np.uint8)
+    out, devmap, missing = w._resident_blobs({"resident": {"use": {}, "keep": {0: "k"}}}, [blob])
+    assert missing == [] and 0 in devmap and out[0].tobytes() == blob.tobytes()
+    out, devmap, missing = w._resident_blobs({"resident": {"use": {0: "k"}, "keep": {}}}, [np.zeros(0, np.uint8)])
+    assert missing == [] and out[0].tobytes() == blob.tobytes()        # the kept host copy fills the blob
+    assert w._resident_blobs({"resident": {"use": {0: "gone"}, "keep": {}}}, [np.zeros(0, np.uint8)])[2] == ["gone"]
+
+    def full(n):
+        raise CudaError(2, "cuMemAlloc", "CUDA_ERROR_OUT_OF_MEMORY")
+    w.store = WorkerStore(4 * MB, full, dev.upload, dev.free)
+    out, devmap, missing = w._resident_blobs({"resident": {"use": {}, "keep": {0: "k2"}}}, [blob])
+    assert devmap == {} and missing == [] and out[0] is blob            # no room: it travels as before
+
+
+def _backend(mode):
+    b = GpuBackend(worker_cmd=[sys.executable, str(HERE / "judge_fake_resident_worker.py"), mode])
+    b.jit_allowance = 5.0
+    return b
+
+
+@pytest.mark.parametrize("mode", ["keep", "forget"])
+def test_inputs_sent_once_and_the_runs_see_them(mode):
+    """The second check of the same inputs sends none of them (only the outputs' poison), and the
+    worker's runs still start from exactly the inputs; a worker that lost them asks again."""
+    b = _backend(mode)
+    try:
+        s = make_input_set(SPEC, seed=3)
+        first = b.run_many(PTX, SPEC, [s], timeout=1)[0]
+        again = s.with_outputs({"out": np.full(300_000, np.nan, np.float32)}, np.random.default_rng(1))
+        second = b.run_many(PTX, SPEC, [again], timeout=1)[0]
+        log = b._request({"op": "log"}, 10)["log"]
+    finally:
+        b.close()
+    for r, st in ((first, s), (second, again)):
+        assert r.status == "ok"
+        for name in ("x", "y", "out"):
+            assert r.outputs[name].tobytes() == st.data[name].tobytes(), name
+    assert [len(e["resident"]["keep"]) for e in log[:1]] == [2]          # x and y kept; out is poison
+    big = [n for n in log[0]["sent"] if n >= MIN_BYTES]
+    assert len(big) == 3
+    if mode == "keep":
+        assert len(log) == 2 and log[1]["missing"] == []
+        assert sorted(n for n in log[1]["sent"] if n >= MIN_BYTES) == [1_200_000]    # only out's poison
+    else:
+        # the worker forgot: it said so, nothing ran, and the parent sent the inputs again
+        assert len(log) == 3 and sorted(log[1]["missing"]) == sorted(log[0]["resident"]["keep"].values())
+        assert len([n for n in log[2]["sent"] if n >= MIN_BYTES]) == 3
