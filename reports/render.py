@@ -61,6 +61,16 @@ def terminal(records, console=None) -> None:
                  "tried": str(len(v.candidates))}
         table.add_row(*(cells[c] for c in cols))
     console.print(table)
+    for v in views:
+        for c in v.checks:
+            console.print(f"[bold]{escape(v.name)}[/bold]: {escape(c.candidate)}"
+                          + (" (kept)" if c.kept else f" ({escape(c.fate)})") + f": {escape(c.headline)}",
+                          highlight=False)
+            for param, footprint in c.ranges:
+                console.print(f"  {escape(param)}: {escape(footprint)}", highlight=False)
+            console.print(f"  {escape(c.fast_path)}", highlight=False)
+            for u in c.unknown:
+                console.print(f"  [dim]not known at {escape(u)}[/dim]", highlight=False)
     if report.replaced:
         console.print(f"{len(report.replaced)} older record(s) of the same (source, target, kernel) replaced by newer ones")
 
@@ -113,6 +123,17 @@ def markdown(records) -> str:
             for r in sh.rows:
                 verdict = r.verdict.replace("|", "\\|")
                 lines.append(f"| {r.block} | {r.grid} | {r.origin} | {r.share} | {r.speedup} | {verdict} |")
+        for c in v.checks:
+            lines += ["", f"Launch-time no-alias check of `{c.candidate}` ({'kept' if c.kept else c.fate}): "
+                          f"{c.headline}; fast body: {c.body}.", ""]
+            lines += [f"- `{param}`: {footprint}" for param, footprint in c.ranges]
+            lines += [f"- {c.fast_path}"] + [f"- not known at {u}" for u in c.unknown]
+            if c.shapes:
+                lines += ["", "| grid | block | launches | ms | runs | why | ranges |", "|---|---|---|---|---|---|---|"]
+                lines += [f"| {r.grid} | {r.block} | {r.launches} | {r.ms} | {r.path} | "
+                          f"{r.detail.replace('|', chr(92) + '|')} | {r.ranges} |" for r in c.shapes]
+            if c.shapes_not_listed:
+                lines.append(f"- {c.shapes_not_listed} more captured shape(s), counted above, not listed")
         base_ptx = (v.kernel.get("baseline") or {}).get("ptx")
         win_ptx = (v.winner or {}).get("ptx")
         if base_ptx and win_ptx:

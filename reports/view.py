@@ -3,13 +3,15 @@
 The record is the only input (plus SASS when the CUDA tools are installed): evidence of safety
 (input sets, value distributions, sizes, launches, largest differences, the re-check on fresh
 inputs, the sanitizer), timings as distributions, resources with the occupancy they allow,
-the code before and after, and the source lines behind it.
+the code before and after, the source lines behind it, and the launch-time no-alias checks of
+versioned candidates (:mod:`reports.alias_checks`).
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
 
+from reports.alias_checks import CheckView, check_views
 from reports.keyed import KernelEntry, kept_speedup
 from reports.lineinfo import SourceLines, source_lines
 from reports.load import winner_of
@@ -134,6 +136,7 @@ class KernelView:
     shapes: ShapesView | None = None                 # the launch shapes the program may use, timed
     phases: list[tuple[str, float, int]] = field(default_factory=list)   # (phase, seconds, count), longest first
     gpu_busy: str = ""                               # "GPU busy 0.42 s of 0.45 s held (93%)"
+    checks: list[CheckView] = field(default_factory=list)   # candidates' launch-time no-alias checks
 
     @property
     def kernel(self) -> dict:
@@ -385,7 +388,8 @@ def kernel_view(entry: KernelEntry, index: int, sass: tuple[Sass | None, Sass | 
         code=_code(k, win, sass),
         lines=source_lines((k.get("baseline") or {}).get("ptx"), (win or {}).get("ptx")),
         candidates=candidates, capture_share=k.get("capture_share"), notes=list(k.get("notes") or []),
-        shapes=_shapes(k, win), phases=phase_rows(k.get("phases")), gpu_busy=gpu_busy_text(k.get("phases")))
+        shapes=_shapes(k, win), phases=phase_rows(k.get("phases")), gpu_busy=gpu_busy_text(k.get("phases")),
+        checks=check_views(k))
 
 
 def phase_rows(phases: dict | None) -> list[tuple[str, float, int]]:

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 
 import ptx_ir
 from ptx_ir.printer import emit_function
-from superopt.search.candidates import Candidate, PlanDidNotApply, apply_plan, text_hash
+from superopt.search.candidates import Candidate, PlanDidNotApply, plan_candidate, text_hash
 from superopt.model.base import Completion, Constraint, ModelBackend, ModelConfig, ModelError, make_backend, model_identity  # noqa: F401
 from superopt.model.prompt import Attempt, KernelContext, build_messages, prompt_hash
 from superopt.search.proposer import ProposalContext
@@ -183,13 +183,12 @@ class ModelProposer:
             except PlanError as e:
                 raise _Reject("unparsed", f"the plan is not valid: {e}") from None
             try:
-                new, changes = apply_plan(module, kernel, plan)
+                return plan_candidate(module, kernel, plan, provenance)
             except PlanDidNotApply as e:
                 raise _Reject("did-not-apply", str(e), parsed=True, what=" + ".join(map(str, plan))) from None
             except Exception as e:   # noqa: BLE001 - a crashing pass is the plan's failure, not ours
                 raise _Reject("did-not-apply", f"{type(e).__name__}: {e}", parsed=True,
                               what=" + ".join(map(str, plan))) from None
-            return Candidate(kernel, plan, ptx_ir.emit(new), changes, provenance)
         from superopt.model.rewrite import RewriteError, make_rewrite_candidate
         try:
             return make_rewrite_candidate(module, kernel, completion.text, provenance)

@@ -79,6 +79,10 @@ class Change:
 
     description: str
     at: object = None          # the (old) instruction or block it concerns, if any
+    # a fast body the edit put behind a launch-time no-alias check
+    # (a superopt.passes._alias_check.FastPath): the candidate's record says which check, and
+    # with a capture how often it would pick the fast body (superopt.search.fast_path)
+    fast_path: object = None
 
     def __str__(self) -> str:
         return self.description

@@ -10,13 +10,20 @@ compute the same predicate (it depends only on parameters and ``%ntid``/``%nctai
 versioned kernel never diverges on it.
 
 :class:`AliasCheck` is the contract between what builds the check (the footprint analysis) and
-what places a fast body behind it (:mod:`superopt.passes._versioning`).
+what places a fast body behind it (:mod:`superopt.passes._versioning`). :class:`FastPath` is what
+the versioning leaves for the kernel's record: the check, where the fast body came from, and the
+kernel's parameters, so that the check can be run again later on a captured launch's parameters
+(:mod:`superopt.search.fast_path`) without the candidate's IR.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from ptx_ir.nodes import Instruction
+
+# A bound of a range as the check's code holds it: the value of ``register`` plus ``constant``
+# (``register`` None: the constant alone).
+Bound = tuple  # (str | None, int)
 
 
 @dataclass
@@ -33,7 +40,29 @@ class AliasCheck:
     written: list[str]              # pointer parameters the kernel writes
     compared: list[str]             # every pointer parameter whose range the check compares
     ranges: dict = field(default_factory=dict)   # param -> human-readable footprint
+    # param -> (lo, hi): where the check's code holds each compared range [lo, hi) in bytes, as
+    # Bounds; empty for a check made without a footprint (the ranges then cannot be read back)
+    bounds: dict = field(default_factory=dict)
 
     def describe(self) -> str:
-        pairs = ", ".join(f"{w} vs {o}" for w in self.written for o in self.compared if o != w)
-        return f"launch-time no-alias check ({len(self.instructions)} instructions): {pairs}"
+        return f"launch-time no-alias check ({len(self.instructions)} instructions): {', '.join(self.pairs())}"
+
+    def pairs(self) -> list[str]:
+        """``"w vs o"`` for every written parameter and every other compared one."""
+        return [f"{w} vs {o}" for w in self.written for o in self.compared if o != w]
+
+
+@dataclass
+class FastPath:
+    """A fast body placed behind ``check`` (:func:`superopt.passes._versioning.versioned`)."""
+
+    check: AliasCheck
+    body: str                       # where the fast body comes from (a pass's ORIGIN sentence)
+    params: list[str]               # the kernel's parameter names, in order
+
+    def to_dict(self) -> dict:
+        """The record's ``alias_checks[]`` entry (reports/schema.json, ``$defs/alias_check``),
+        less what a capture says (added by the search)."""
+        c = self.check
+        return {"written": list(c.written), "compared": list(c.compared), "ranges": dict(c.ranges),
+                "instructions": len(c.instructions), "body": self.body}

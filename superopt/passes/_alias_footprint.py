@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from ptx_ir import isa
 from ptx_ir.nodes import Addr, Imm, Instruction, Reg, Sym, type_size
 from superopt.passes._alias_check import AliasCheck
+from superopt.passes._check_formulas import bound_text, formulas
 from superopt.passes._loop_tools import I, reachable_blocks, register_type
 
 S32_MIN, S32_MAX = -(1 << 31), (1 << 31) - 1
@@ -106,10 +107,6 @@ class Interval:
 
     def __str__(self) -> str:
         return f"[{self.lo}, {self.hi}]"
-
-
-def _show(v) -> str:
-    return str(v)
 
 
 class _Code:
@@ -1087,11 +1084,19 @@ def build_alias_check(fn) -> tuple[AliasCheck | None, str]:
         return None, f"the check would take {len(c.out)} instructions"
     c.declare()
     names = {p.name: p.name for p in fn.params}
-    ranges = {f.param: f"[{_show(f.lo)}, {_show(f.hi)}) over {f.accesses} accesses"
-              + (" (written)" if f.written else "") for f in fps}
+    bounds = {f.param: (_bound(f.lo), _bound(f.hi)) for f in fps}
+    known = formulas(c.out)
+    ranges = {f.param: f"[{bound_text(bounds[f.param][0], known)}, {bound_text(bounds[f.param][1], known)}) "
+                       f"over {f.accesses} accesses" + (" (written)" if f.written else "") for f in fps}
     return AliasCheck(instructions=c.out, predicate=predicate.name,
                       written=[names.get(f.param, f.param) for f in written],
-                      compared=[f.param for f in fps], ranges=ranges), ""
+                      compared=[f.param for f in fps], ranges=ranges, bounds=bounds), ""
+
+
+def _bound(v) -> tuple:
+    """A footprint end as the check's code holds it: (register name or None, constant)."""
+    v = _v(v)
+    return (v.reg.name if v.reg is not None else None, v.k)
 
 
 def alias_check(fn) -> AliasCheck | None:

@@ -42,7 +42,7 @@ from ptx_ir.nodes import (Directive, Function, Guard, Instruction, Label, Module
                           ScopeOpen, Sym, VarDecl)
 from ptx_ir.printer import emit_decl, emit_directive, emit_function, emit_statement
 from superopt.passes import Change
-from superopt.passes._alias_check import AliasCheck
+from superopt.passes._alias_check import AliasCheck, FastPath
 from superopt.passes._loop_tools import bra
 from superopt.passes._staging import renamer
 
@@ -355,8 +355,9 @@ def versioned(fn: Function, fast: Function, check: AliasCheck, *, origin: str = 
               fast_module: Module | None = None, base_module: Module | None = None) -> list[Change]:
     """Rewrite ``fn`` into ``check`` at entry, the fast body when it holds, else ``fn``'s own
     code. ``fast`` is not changed. ``origin`` says where the fast body came from, for the
-    change's description. Raises :class:`VersioningRefused` (``fn`` unchanged) when
-    :func:`refusal` has a reason; returns one :class:`~superopt.passes.Change`."""
+    change's description and for the record (the change's ``fast_path``). Raises
+    :class:`VersioningRefused` (``fn`` unchanged) when :func:`refusal` has a reason; returns one
+    :class:`~superopt.passes.Change`."""
     why = refusal(fn, fast, fast_module=fast_module, base_module=base_module)
     if why:
         raise VersioningRefused(why)
@@ -383,4 +384,5 @@ def versioned(fn: Function, fast: Function, check: AliasCheck, *, origin: str = 
         fn.body = saved
         fn.invalidate()
         raise
-    return [Change(f"{origin} behind {check.describe()}; nvcc's own code runs when the check fails")]
+    return [Change(f"{origin} behind {check.describe()}; nvcc's own code runs when the check fails",
+                   fast_path=FastPath(check, origin, [p.name for p in fn.params]))]

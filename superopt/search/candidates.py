@@ -46,6 +46,9 @@ class Candidate:
     ptx: str                          # the whole module
     changes: list[str]
     provenance: dict = field(default_factory=dict)   # {"proposer": "rules"} or model info
+    # fast bodies the plan put behind a launch-time no-alias check, in the order it did
+    # (superopt.passes._alias_check.FastPath): the record entry describes each
+    fast_paths: list = field(default_factory=list)
 
     @property
     def id(self) -> str:
@@ -67,16 +70,22 @@ class PlanDidNotApply(RuntimeError):
 def apply_plan(module: ptx_ir.Module, kernel: str, plan: list[Step]) -> tuple[ptx_ir.Module, list[str]]:
     """A new module with ``plan`` applied to ``kernel``; raises PlanDidNotApply if a step
     changes nothing (a plan from a cache or a model must apply exactly)."""
+    clone, made = _applied(module, kernel, plan)
+    return clone, [f"{name}: {c}" for name, c in made]
+
+
+def _applied(module: ptx_ir.Module, kernel: str, plan: list[Step]) -> tuple[ptx_ir.Module, list[tuple[str, Change]]]:
+    """:func:`apply_plan`, keeping every :class:`Change` with the pass that made it."""
     clone = module.clone()
     fn = clone.function(kernel)
-    changes: list[str] = []
+    changes: list[tuple[str, Change]] = []
     for step in plan:
         info = get_pass(step.pass_name)
         made: list[Change] = info(fn, **step.params)
         if not made:
             raise PlanDidNotApply(f"pass {step} did not fire on {kernel}")
         fn.validate()
-        changes.extend(f"{step.pass_name}: {c}" for c in made)
+        changes.extend((step.pass_name, c) for c in made)
     return clone, changes
 
 
@@ -84,8 +93,14 @@ def make_candidate(module: ptx_ir.Module, kernel: str, plan: list[Step],
                    provenance: dict | None = None) -> Candidate | None:
     """The candidate for ``plan``, or None when the plan does not apply."""
     try:
-        new, changes = apply_plan(module, kernel, plan)
+        return plan_candidate(module, kernel, plan, provenance or None)
     except PlanDidNotApply:
         return None
-    return Candidate(kernel, list(plan), ptx_ir.emit(new), changes,
-                     dict(provenance or {"proposer": "rules"}))
+
+
+def plan_candidate(module: ptx_ir.Module, kernel: str, plan: list[Step], provenance: dict | None = None) -> Candidate:
+    """The candidate for ``plan`` with the fast paths its passes made; raises PlanDidNotApply."""
+    new, made = _applied(module, kernel, plan)
+    return Candidate(kernel, list(plan), ptx_ir.emit(new), [f"{name}: {c}" for name, c in made],
+                     dict(provenance) if provenance is not None else {"proposer": "rules"},
+                     [c.fast_path for _, c in made if getattr(c, "fast_path", None) is not None])

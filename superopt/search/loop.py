@@ -119,8 +119,20 @@ def _set_verdict_fate(entry: dict, verdict, prefix: str = "") -> bool:
     return False
 
 
+def candidate_entry(candidate: Candidate, launches=None) -> dict:
+    """The record entry of ``candidate`` before it is judged: :func:`superopt.store.record.candidate_entry`
+    and, for a fast body behind a launch-time no-alias check, the check and at how many of the
+    program's captured launches (``launches``, a ProgramLaunches) it would run
+    (:mod:`superopt.search.fast_path`)."""
+    entry = rec.candidate_entry(candidate)
+    if getattr(candidate, "fast_paths", None):
+        from superopt.search.fast_path import alias_check_entries
+        entry["alias_checks"] = alias_check_entries(candidate, launches)
+    return entry
+
+
 def evaluate(candidate: Candidate, baseline_ptx: str, specs: list, judge: Judge, target: str,
-             seen_code: dict | None = None, static=None) -> dict:
+             seen_code: dict | None = None, static=None, launches=None) -> dict:
     """Run one candidate through ptxas, the check on every launch shape of ``specs`` and timing
     (on the first shape); return its record entry.
 
@@ -132,8 +144,10 @@ def evaluate(candidate: Candidate, baseline_ptx: str, specs: list, judge: Judge,
 
     ``seen_code`` (cubin hash -> who made it, the baseline included) skips candidates that
     ptxas turns into machine code already judged: their fate is ``same-code``. ``static``:
-    ptxas's result when it ran ahead (:class:`PtxasAhead`)."""
-    entry = rec.candidate_entry(candidate)
+    ptxas's result when it ran ahead (:class:`PtxasAhead`). ``launches``: the program's launches
+    the search knows (:class:`~superopt.specs.program_launches.ProgramLaunches`), for
+    :func:`candidate_entry`."""
+    entry = candidate_entry(candidate, launches)
     if static is None:
         static = run_ptxas(candidate.ptx, target, keep_cubin=seen_code is not None)
     if not static.ok:
@@ -347,14 +361,15 @@ class _Search:
 
     def run_one(self, cand: Candidate, static=None) -> dict:
         if self.at_roofline:
-            e = rec.candidate_entry(cand)
+            e = candidate_entry(cand, self.options.launches)
             e.update(fate=Fate.SKIPPED_ROOFLINE, reason=self.at_roofline)
             self.entries.append(e)
             return e
         try:
-            e = evaluate(cand, self.baseline_ptx, self.specs, self.judge, self.target, self.seen_code, static=static)
+            e = evaluate(cand, self.baseline_ptx, self.specs, self.judge, self.target, self.seen_code, static=static,
+                         launches=self.options.launches)
         except Exception as exc:
-            e = rec.candidate_entry(cand)
+            e = candidate_entry(cand, self.options.launches)
             e.update(fate=Fate.ERROR, reason=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=5))
         self.entries.append(e)
         self.by_id[e["id"]] = cand
@@ -402,7 +417,7 @@ class _Search:
         # 3. what was deferred, while the budget lasts
         for cand in deferred:
             if self.over_budget():
-                e = rec.candidate_entry(cand)
+                e = candidate_entry(cand, self.options.launches)
                 e.update(fate=Fate.SKIPPED_BUDGET, reason=f"per-kernel budget of {budget:g} s used up")
                 self.entries.append(e)
             else:

@@ -31,6 +31,10 @@ class ProgramLaunches:
     runtime: bool = True              # a block computed at run time, or launches not in the source
     weighted: tuple = ()              # (LaunchSpec, share of the kernel's GPU time), main shape first
     captured_blocks: tuple = ()       # every block the capture saw
+    # the kernel's entry of the capture (every shape with its parameters, launches and GPU time;
+    # superopt.specs.capture.format): at which launches a versioned candidate's fast body would
+    # run (superopt.search.fast_path). None without a capture.
+    capture: dict | None = None
 
     def describe(self) -> str:
         if self.kind == "captured":
@@ -64,7 +68,7 @@ def from_inference(result) -> ProgramLaunches:
 def from_capture(captured) -> ProgramLaunches:
     """The launches of a captured spec source (a :class:`~superopt.specs.capture.specs.CapturedSpecs`)."""
     return ProgramLaunches("captured", weighted=tuple(captured.weighted), runtime=False,
-                           captured_blocks=tuple(captured.blocks))
+                           captured_blocks=tuple(captured.blocks), capture=captured.kernel_capture)
 
 
 def from_specs(specs: list) -> ProgramLaunches:

@@ -28,7 +28,7 @@ from superopt.specs.data_roles import index_buffers, struct_field_types
 from .format import MINOR_SHARE, kernel_share
 
 __all__ = ["CaptureSpecError", "CapturedSpecs", "captured_specs", "specs_from_capture",
-           "shape_to_spec", "read_only_params", "ORIGIN"]
+           "shape_to_spec", "read_only_params", "launch_table", "ORIGIN"]
 
 ORIGIN = "captured"
 WEIGHTED_SHARE = 0.05       # a captured shape with this share of the kernel's GPU time is timed
@@ -50,6 +50,9 @@ class CapturedSpecs:
     # first spec's shape first
     weighted: list = field(default_factory=list)
     blocks: list = field(default_factory=list)       # every block of every captured shape
+    # the kernel's entry of the capture as format.py describes it (shapes, counts, times), less
+    # the data snapshots' file names; None when the captured run never launched it
+    kernel_capture: dict | None = None
 
     @property
     def minor(self) -> bool:
@@ -271,6 +274,7 @@ def captured_specs(capture: dict, module, kernel: str) -> CapturedSpecs:
         return res
     res.captured = True
     res.share = kernel_share(capture).get(fn.name)
+    res.kernel_capture = launch_table(k)
     shapes = list(k.get("shapes") or [])
     if not shapes:
         res.reason = "the capture has its execution time but no launch (launched only from a CUDA graph?)"
@@ -313,6 +317,17 @@ def captured_specs(capture: dict, module, kernel: str) -> CapturedSpecs:
     res.weighted = _weighted(fn, infos, names, shapes, main, main_shape, ro, notes)
     res.notes = list(dict.fromkeys(notes))
     return res
+
+
+def launch_table(k: dict) -> dict:
+    """A captured kernel's launches without what only making a spec needs (the --data
+    snapshots): what travels with the search to say where a candidate's fast body runs."""
+    keep = ("grid", "block", "shared_bytes", "count", "timed", "total_ms", "params")
+    out = {"launches": k.get("launches", 0), "total_ms": k.get("total_ms", 0.0),
+           "shapes": [{f: s[f] for f in keep if f in s} for s in k.get("shapes") or []]}
+    if k.get("untracked"):
+        out["untracked"] = dict(k["untracked"])
+    return out
 
 
 def shape_shares(shapes: list[dict]) -> list[float]:
