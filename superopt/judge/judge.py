@@ -9,8 +9,6 @@ from superopt.judge.phases import phase
 from superopt.judge.protocol import Judge
 from superopt.specs.scaled import SCALED_SUFFIX
 
-ACCEPTED_STATUS = "accepted"
-
 
 CAPTURED_SETS = 3
 # A shape whose buffers hold more than this is *costly* for the aliased layouts: a candidate
@@ -170,7 +168,8 @@ class BackendJudge(Judge):
 
     def _note_aliasing(self, base_ptx: str, cand_ptx: str, spec, verdict) -> None:
         """Remember a candidate accepted with aliased launches run, and at which shape."""
-        if verdict.status != ACCEPTED_STATUS or cand_ptx == base_ptx:
+        from superopt.judge.check import ACCEPTED
+        if verdict.status != ACCEPTED or cand_ptx == base_ptx:
             return
         info = (verdict.evidence or {}).get("aliasing") or {}
         if not info.get("candidate_launches"):
