@@ -84,10 +84,8 @@ COSTLY_CHECK_BYTES = 8 << 20
 
 
 def _check_bytes(spec) -> int | None:
-    try:
-        return sum(b.nbytes for b in spec.resolved().buffers)
-    except Exception:  # noqa: BLE001 - an unresolvable spec fails in the check itself, with its reason
-        return None
+    from superopt.judge.judge import spec_bytes
+    return spec_bytes(spec)
 
 
 def _split_by_cost(specs: list) -> tuple[list, list]:
