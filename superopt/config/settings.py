@@ -168,8 +168,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("NVCC_PLUS_JUDGE", "", "module:function giving the judge on cluster workers (the CPU tests, "
             "bench/scale --dry-run)", "developer"),
     Setting("SUPEROPT_FAKE_GPUS", "", "tests: fake GPU list (names) for the device lease", "developer"),
-    Setting("SUPEROPT_GPU_RESIDENT_BYTES", "0", "GPU worker: bytes of input buffers kept on the GPU across "
-            "checks (0: off; superopt.judge.backends.resident)", "developer"),
+    Setting("SUPEROPT_GPU_RESIDENT_BYTES", "1073741824", "GPU worker: bytes of input buffers kept on the GPU "
+            "across checks, at most (and at most 1/16 of the GPU's free memory; 0: off; "
+            "superopt.judge.backends.resident)", "developer"),
     Setting("SUPEROPT_DRYRUN_TIME_S", "0.05", "bench/scale --dry-run: seconds a fake timing takes",
             "developer"),
     Setting("NVCC_PLUS_DEBUG", "", "1: `superopt` commands show the traceback of an internal error "

@@ -34,7 +34,18 @@ PHASES = {
     "gpu_wait": "waiting for the GPU (another compilation held it)",
     "worker_start": "starting the GPU worker process (CUDA context)",
     "lease": "holding a GPU's lock",
+    # inside gpu_check: where the GPU worker's time went (its own clock, per run request)
+    "gpu_load": "GPU worker: loading the module's machine code (ptxas's cubin)",
+    "gpu_jit": "GPU worker: loading a module from its PTX (the driver compiles it: no cubin was at hand)",
+    "gpu_fill": "GPU worker: allocating the buffers and filling them (inputs, poison, guards), scrubbing shared memory",
+    "gpu_launch": "GPU worker: the launches, until they completed",
+    "gpu_readback": "GPU worker: reading the buffers back and comparing the inputs with what they were",
+    "gpu_free": "GPU worker: scrubbing and freeing the buffers",
+    "gpu_keep": "GPU worker: keeping inputs on the GPU and checking the kept copies (superopt.judge.backends.resident)",
 }
+#: the worker's parts of gpu_check: its reply's ``spent`` key -> phase
+WORKER_PARTS = {"load": "gpu_load", "jit": "gpu_jit", "fill": "gpu_fill", "launch": "gpu_launch", "readback": "gpu_readback",
+                "free": "gpu_free", "keep": "gpu_keep"}
 GPU_BUSY = ("gpu_check", "gpu_time")
 
 _CURRENT: contextvars.ContextVar["Phases | None"] = contextvars.ContextVar("superopt_phases", default=None)
@@ -99,6 +110,21 @@ def phase(name: str):
         yield
     finally:
         phases.add(name, time.perf_counter() - t0)
+
+
+def add(name: str, seconds: float) -> None:
+    """Add ``seconds`` measured elsewhere (the GPU worker's own clock) to ``name`` of the current
+    search's phases (if any)."""
+    phases = _CURRENT.get()
+    if phases is not None:
+        phases.add(name, float(seconds))
+
+
+def add_worker_parts(spent: dict | None) -> None:
+    """A GPU worker reply's ``spent`` (seconds per part of its run request) as phases."""
+    for part, seconds in (spent or {}).items():
+        if part in WORKER_PARTS:
+            add(WORKER_PARTS[part], seconds)
 
 
 def measured(name: str):

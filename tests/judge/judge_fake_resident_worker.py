@@ -26,7 +26,8 @@ def upload(d, host):
 
 
 w = object.__new__(Worker)
-w.store = WorkerStore(64 << 20, alloc, upload, lambda d: device.pop(d, None))
+w.store = WorkerStore(64 << 20, alloc, upload, lambda d: device.pop(d, None),
+                      lambda d, n: hash(bytes(device[d][:n])))
 log = []
 _proto.send(1, {"ok": True, "info": {"name": "Fake GPU", "pid": os.getpid(), "resident_limit": w.store.limit}})
 while True:

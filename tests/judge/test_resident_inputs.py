@@ -11,7 +11,7 @@ import pytest
 
 from superopt.judge.backends._gpu_worker import CudaError, Worker
 from superopt.judge.backends.gpu import GpuBackend
-from superopt.judge.backends.resident import MIN_BYTES, ParentTable, WorkerStore, worker_limit
+from superopt.judge.backends.resident import MIN_BYTES, Kept, ParentTable, WorkerStore, worker_limit
 from superopt.judge.inputs import make_input_set
 from superopt.specs.launch_spec import load_spec
 
@@ -50,6 +50,8 @@ def test_parent_table_bounded_in_bytes_oldest_out():
 
 
 class FakeDevice:
+    """Device memory as host byte arrays; pointers are numbers."""
+
     def __init__(self, fail_upload=False):
         self.mem, self.freed, self.fail = {}, [], fail_upload
 
@@ -66,16 +68,23 @@ class FakeDevice:
         self.mem.pop(d)
         self.freed.append(d)
 
+    def checksum(self, d, n):
+        return hash(bytes(self.mem[d][:n]))
 
-def test_worker_store_keeps_copies_evicts_and_frees():
+
+def _store(dev, limit):
+    return WorkerStore(limit, dev.alloc, dev.upload, dev.free, dev.checksum)
+
+
+def test_worker_store_keeps_device_copies_evicts_and_frees():
     dev = FakeDevice()
-    st = WorkerStore(2 * MB, dev.alloc, dev.upload, dev.free)
+    st = _store(dev, 2 * MB)
     a = np.arange(MB, dtype=np.uint8)
     st.keep("a", a)
-    d, host = st.get("a")
-    assert bytes(dev.mem[d]) == a.tobytes() and host.tobytes() == a.tobytes() and not host.flags.writeable
-    a[0] = 99                                           # the store holds its own copies
-    assert st.get("a")[1][0] == 0
+    d, n = st.get("a")
+    assert bytes(dev.mem[d]) == a.tobytes() and n == MB and st.intact("a")
+    a[0] = 99                                           # the device copy is the store's own
+    assert dev.mem[st.get("a")[0]][0] == 0
     st.keep("b", np.ones(MB, np.uint8))
     st.keep("c", np.ones(MB, np.uint8))                 # over the bound: "a" (least recently used) out
     assert st.missing(["a", "b", "c"]) == ["a"] and st.bytes <= 2 * MB and d in dev.freed
@@ -84,10 +93,18 @@ def test_worker_store_keeps_copies_evicts_and_frees():
     st.clear()
     assert len(st) == 0 and dev.mem == {}
     bad = FakeDevice(fail_upload=True)
-    st = WorkerStore(2 * MB, bad.alloc, bad.upload, bad.free)
+    st = _store(bad, 2 * MB)
     with pytest.raises(RuntimeError):
         st.keep("x", np.ones(MB, np.uint8))
     assert bad.mem == {} and "x" not in st             # the allocation was freed
+
+
+def test_worker_store_sees_a_kept_copy_that_changed():
+    dev = FakeDevice()
+    st = _store(dev, 2 * MB)
+    st.keep("a", np.arange(MB, dtype=np.uint8))
+    dev.mem[st.get("a")[0]][MB - 1] ^= 1                # a wild store of some kernel
+    assert not st.intact("a")
 
 
 def test_worker_limit_is_a_fraction_of_free_memory():
@@ -99,19 +116,32 @@ def test_worker_limit_is_a_fraction_of_free_memory():
 def test_worker_reports_missing_keys_and_runs_nothing():
     w = object.__new__(Worker)
     dev = FakeDevice()
-    w.store = WorkerStore(4 * MB, dev.alloc, dev.upload, dev.free)
+    w.store = _store(dev, 4 * MB)
     blob = np.arange(MB, dtype=np.uint8)
     out, devmap, missing = w._resident_blobs({"resident": {"use": {}, "keep": {0: "k"}}}, [blob])
-    assert missing == [] and 0 in devmap and out[0].tobytes() == blob.tobytes()
+    assert missing == [] and 0 in devmap and isinstance(out[0], Kept) and out[0].nbytes == MB
+    assert bytes(dev.mem[devmap[0]]) == blob.tobytes()
     out, devmap, missing = w._resident_blobs({"resident": {"use": {0: "k"}, "keep": {}}}, [np.zeros(0, np.uint8)])
-    assert missing == [] and out[0].tobytes() == blob.tobytes()        # the kept host copy fills the blob
+    assert missing == [] and out[0].nbytes == MB                       # the kept copy stands in
     assert w._resident_blobs({"resident": {"use": {0: "gone"}, "keep": {}}}, [np.zeros(0, np.uint8)])[2] == ["gone"]
 
     def full(n):
         raise CudaError(2, "cuMemAlloc", "CUDA_ERROR_OUT_OF_MEMORY")
-    w.store = WorkerStore(4 * MB, full, dev.upload, dev.free)
+    w.store = WorkerStore(4 * MB, full, dev.upload, dev.free, dev.checksum)
     out, devmap, missing = w._resident_blobs({"resident": {"use": {}, "keep": {0: "k2"}}}, [blob])
     assert devmap == {} and missing == [] and out[0] is blob            # no room: it travels as before
+
+
+def test_worker_drops_kept_copies_a_request_changed():
+    w = object.__new__(Worker)
+    dev = FakeDevice()
+    w.store = _store(dev, 4 * MB)
+    w._resident_blobs({"resident": {"use": {}, "keep": {0: "k", 1: "j"}}},
+                      [np.arange(MB, dtype=np.uint8), np.ones(MB, np.uint8)])
+    req = {"resident": {"use": {0: "k", 1: "j"}, "keep": {}}}
+    assert w._kept_changed(req) == []
+    dev.mem[w.store.get("j")[0]][5] = 7
+    assert w._kept_changed(req) == ["j"] and "j" not in w.store and "k" in w.store
 
 
 def _backend(mode):

@@ -23,6 +23,7 @@ import time
 import numpy as np
 
 from superopt.judge.backends import _proto
+from superopt.judge.backends.resident import Kept
 
 G_SUCCESS = 0
 G_NOT_READY = 600
@@ -109,6 +110,128 @@ FDONE:
 END:
     ret;
 }
+// flag[0] = 1 when the nbytes at a and b differ (64-bit words, then the tail bytes by thread 0)
+.visible .entry superopt_bytes_differ(
+    .param .u64 a,
+    .param .u64 b,
+    .param .u64 nbytes,
+    .param .u64 flag
+)
+{
+    .reg .pred %p<3>;
+    .reg .b32 %r<12>;
+    .reg .b64 %rd<20>;
+    ld.param.u64 %rd1, [a];
+    ld.param.u64 %rd2, [b];
+    ld.param.u64 %rd3, [nbytes];
+    ld.param.u64 %rd4, [flag];
+    cvta.to.global.u64 %rd1, %rd1;
+    cvta.to.global.u64 %rd2, %rd2;
+    cvta.to.global.u64 %rd4, %rd4;
+    shr.u64 %rd13, %rd3, 3;
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, %ntid.x;
+    mov.u32 %r3, %ctaid.x;
+    mov.u32 %r4, %nctaid.x;
+    mul.wide.u32 %rd5, %r3, %r2;
+    cvt.u64.u32 %rd6, %r1;
+    add.u64 %rd5, %rd5, %rd6;
+    mov.u64 %rd14, %rd5;
+    mul.wide.u32 %rd7, %r4, %r2;
+    mov.u32 %r5, 0;
+DLOOP:
+    setp.ge.u64 %p1, %rd5, %rd13;
+    @%p1 bra DTAIL;
+    shl.b64 %rd8, %rd5, 3;
+    add.u64 %rd9, %rd1, %rd8;
+    add.u64 %rd10, %rd2, %rd8;
+    ld.global.cg.u64 %rd11, [%rd9];
+    ld.global.cg.u64 %rd12, [%rd10];
+    setp.ne.u64 %p2, %rd11, %rd12;
+    selp.u32 %r6, 1, 0, %p2;
+    or.b32 %r5, %r5, %r6;
+    add.u64 %rd5, %rd5, %rd7;
+    bra DLOOP;
+DTAIL:
+    setp.ne.u64 %p1, %rd14, 0;
+    @%p1 bra DFLAG;
+    shl.b64 %rd15, %rd13, 3;
+DTLOOP:
+    setp.ge.u64 %p1, %rd15, %rd3;
+    @%p1 bra DFLAG;
+    add.u64 %rd9, %rd1, %rd15;
+    add.u64 %rd10, %rd2, %rd15;
+    ld.global.cg.u8 %r7, [%rd9];
+    ld.global.cg.u8 %r8, [%rd10];
+    setp.ne.u32 %p2, %r7, %r8;
+    selp.u32 %r6, 1, 0, %p2;
+    or.b32 %r5, %r5, %r6;
+    add.u64 %rd15, %rd15, 1;
+    bra DTLOOP;
+DFLAG:
+    setp.eq.u32 %p1, %r5, 0;
+    @%p1 bra DEND;
+    st.global.u32 [%rd4], 1;
+DEND:
+    ret;
+}
+
+// out[0] += sum over 64-bit words w_i of w_i * (2i + 1), plus the tail bytes (thread 0), mod 2^64:
+// a checksum that does not depend on the order threads add in
+.visible .entry superopt_checksum(
+    .param .u64 a,
+    .param .u64 nbytes,
+    .param .u64 out
+)
+{
+    .reg .pred %p<3>;
+    .reg .b32 %r<12>;
+    .reg .b64 %rd<24>;
+    ld.param.u64 %rd1, [a];
+    ld.param.u64 %rd3, [nbytes];
+    ld.param.u64 %rd4, [out];
+    cvta.to.global.u64 %rd1, %rd1;
+    cvta.to.global.u64 %rd4, %rd4;
+    shr.u64 %rd13, %rd3, 3;
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, %ntid.x;
+    mov.u32 %r3, %ctaid.x;
+    mov.u32 %r4, %nctaid.x;
+    mul.wide.u32 %rd5, %r3, %r2;
+    cvt.u64.u32 %rd6, %r1;
+    add.u64 %rd5, %rd5, %rd6;
+    mov.u64 %rd14, %rd5;
+    mul.wide.u32 %rd7, %r4, %r2;
+    mov.u64 %rd16, 0;
+CLOOP:
+    setp.ge.u64 %p1, %rd5, %rd13;
+    @%p1 bra CTAIL;
+    shl.b64 %rd8, %rd5, 3;
+    add.u64 %rd9, %rd1, %rd8;
+    ld.global.cg.u64 %rd11, [%rd9];
+    shl.b64 %rd17, %rd5, 1;
+    or.b64 %rd17, %rd17, 1;
+    mad.lo.u64 %rd16, %rd11, %rd17, %rd16;
+    add.u64 %rd5, %rd5, %rd7;
+    bra CLOOP;
+CTAIL:
+    setp.ne.u64 %p1, %rd14, 0;
+    @%p1 bra CADD;
+    shl.b64 %rd15, %rd13, 3;
+CTLOOP:
+    setp.ge.u64 %p1, %rd15, %rd3;
+    @%p1 bra CADD;
+    add.u64 %rd9, %rd1, %rd15;
+    ld.global.cg.u8 %rd11, [%rd9];
+    add.u64 %rd18, %rd15, 1;
+    shl.b64 %rd18, %rd18, 40;
+    mad.lo.u64 %rd16, %rd11, %rd18, %rd16;
+    add.u64 %rd15, %rd15, 1;
+    bra CTLOOP;
+CADD:
+    atom.global.add.u64 %rd19, [%rd4], %rd16;
+    ret;
+}
 """
 
 
@@ -119,11 +242,18 @@ def _same_bytes(a: np.ndarray, b: np.ndarray) -> bool:
     if a.nbytes != b.nbytes:
         return False
     n = a.nbytes
-    for word in (np.uint64, np.uint32, np.uint16):
+    for word in (np.uint64, np.uint32, np.uint16, np.uint8):
         size = np.dtype(word).itemsize
         if n % size == 0 and a.ctypes.data % size == 0 and b.ctypes.data % size == 0:
-            return bool(np.array_equal(a.view(word), b.view(word)))
+            wa, wb = a.view(word), b.view(word)
+            # in chunks, so that a buffer that changed (an output against its poison, mostly)
+            # costs a chunk, not a pass over all of it
+            step = _COMPARE_CHUNK // size
+            return all(np.array_equal(wa[k:k + step], wb[k:k + step]) for k in range(0, wa.size, step))
     return bool(np.array_equal(a, b))
+
+
+_COMPARE_CHUNK = 1 << 20
 
 
 class CudaError(Exception):
@@ -183,13 +313,20 @@ class Worker:
         self.sink = None
         self.peak = None
         self.rng = np.random.default_rng(int.from_bytes(os.urandom(8), "little"))
-        # inputs kept across requests (superopt.judge.backends.resident); off unless
-        # SUPEROPT_GPU_RESIDENT_BYTES is set
-        from superopt.config.settings import env_value
+        self.loaded_cubin = False         # whether the last load() took the cubin (else the driver's JIT)
+        self.differ_fn = None
+        self.checksum_fn = None
+        self.word = None                 # 8 device bytes: the compare's flag, the checksum's sum
+        self.spent: dict[str, float] = {}
+        # inputs kept across requests (superopt.judge.backends.resident); SUPEROPT_GPU_RESIDENT_BYTES=0
+        # turns it off
+        from superopt.config.settings import BY_ENV, env_value
         from superopt.judge.backends.resident import WorkerStore, worker_limit
-        want = int(env_value("SUPEROPT_GPU_RESIDENT_BYTES") or 0)
+        name = "SUPEROPT_GPU_RESIDENT_BYTES"
+        want = int(env_value(name) or BY_ENV[name].default)
         free = int(self._chk(cu.cuMemGetInfo(), "cuMemGetInfo")[0]) if want > 0 else 0
-        self.store = WorkerStore(min(want, worker_limit(free)), self._dev_alloc, self._dev_upload, self._dev_free)
+        self.store = WorkerStore(min(want, worker_limit(free)), self._dev_alloc, self._dev_upload, self._dev_free,
+                                 self._dev_checksum)
         self.info["resident_limit"] = self.store.limit
 
     # ------------------------------------------------------------------ helpers
@@ -212,9 +349,12 @@ class Worker:
         """Load a module with the loader's error/info log captured: ptxas's cubin when the
         parent sent it (no JIT), else the PTX (the driver compiles it). Returns (module, log).
         A cubin the driver refuses falls back to the PTX."""
+        self.loaded_cubin = False
         if cubin:
             try:
-                return self._load_image(cubin)
+                got = self._load_image(cubin)
+                self.loaded_cubin = True
+                return got
             except CudaError:
                 pass
         return self._load_image(ptx.encode() + b"\0")
@@ -244,6 +384,9 @@ class Worker:
         self.util_mod, _ = self.load(UTIL_PTX)
         self.scrub_fn = self.function(self.util_mod, "superopt_scrub_smem")
         self.flush_fn = self.function(self.util_mod, "superopt_flush_l2")
+        self.differ_fn = self.function(self.util_mod, "superopt_bytes_differ")
+        self.checksum_fn = self.function(self.util_mod, "superopt_checksum")
+        self.word = self._chk(cu.cuMemAlloc(8), "cuMemAlloc(word)")
         self._chk(cu.cuFuncSetAttribute(self.scrub_fn,
                                         cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                         self.info["smem_optin"]), "cuFuncSetAttribute(scrub)")
@@ -279,6 +422,34 @@ class Worker:
         if host.nbytes:
             self._chk(self.cu.cuMemcpyHtoD(d, host.ctypes.data, host.nbytes), "cuMemcpyHtoD")
 
+    def _util_grid(self, n: int) -> tuple:
+        return (max(1, min(4 * self.info["sm_count"], -(-n // (8 * 512)))), 1, 1)
+
+    def _read_word(self, nbytes: int) -> int:
+        out = np.zeros(1, np.uint64)
+        self._chk(self.cu.cuMemcpyDtoH(out.ctypes.data, self.word, nbytes), "cuMemcpyDtoH(word)")
+        return int(out[0]) if nbytes == 8 else int(out.view(np.uint32)[0])
+
+    def _dev_same(self, a: int, b, n: int) -> bool:
+        """Whether ``n`` device bytes at ``a`` and ``b`` are equal, compared on the device (only
+        a flag crosses the bus)."""
+        self._ensure_util()
+        cu = self.cu
+        self._chk(cu.cuMemsetD32(self.word, 0, 2), "cuMemsetD32(word)")
+        args = [np.array([int(a)], np.uint64), np.array([int(b)], np.uint64), np.array([n], np.uint64),
+                np.array([int(self.word)], np.uint64)]
+        self._launch(self.differ_fn, self._util_grid(n), (512, 1, 1), 0, args)
+        return self._read_word(4) == 0
+
+    def _dev_checksum(self, d, n: int) -> int:
+        """An order-independent checksum of ``n`` device bytes at ``d``, computed on the device."""
+        self._ensure_util()
+        cu = self.cu
+        self._chk(cu.cuMemsetD32(self.word, 0, 2), "cuMemsetD32(word)")
+        args = [np.array([int(d)], np.uint64), np.array([n], np.uint64), np.array([int(self.word)], np.uint64)]
+        self._launch(self.checksum_fn, self._util_grid(n), (512, 1, 1), 0, args)
+        return self._read_word(8)
+
     def _dev_free(self, d):
         try:
             self.cu.cuMemFree(d)
@@ -286,9 +457,10 @@ class Worker:
             pass
 
     def _resident_blobs(self, req: dict, blobs: list) -> tuple[list, dict, list]:
-        """The request's blobs with the inputs this worker keeps filled in (their host copies),
-        and {blob index: device copy} for the blobs a run copies device to device; the keys it
-        lacks (then nothing runs: the parent sends them again)."""
+        """The request's blobs with the inputs this worker keeps standing in as :class:`Kept`
+        sizes, and {blob index: device copy} for the blobs a run fills device to device and
+        compares on the device; the keys it lacks (then nothing runs: the parent sends them
+        again)."""
         plan = req.get("resident") or {}
         use, keep = plan.get("use") or {}, plan.get("keep") or {}
         missing = self.store.missing(use.values())
@@ -305,10 +477,20 @@ class Worker:
                 # no room on the device: this input travels as before
         for i, key in list(use.items()) + list(keep.items()):
             if key in self.store:
-                d, host = self.store.get(key)
-                blobs[i] = host
+                d, n = self.store.get(key)
+                blobs[i] = Kept(n)
                 dev[i] = d
         return blobs, dev, []
+
+    def _kept_changed(self, req: dict) -> list[str]:
+        """Keys of kept inputs this request used whose device copy no longer holds its bytes (a
+        run wrote outside its buffers); they are dropped."""
+        plan = req.get("resident") or {}
+        keys = {k for part in ("use", "keep") for k in (plan.get(part) or {}).values() if k in self.store}
+        bad = [k for k in sorted(keys) if not self.store.intact(k)]
+        for k in bad:
+            self.store.drop(k)
+        return bad
 
     def _alloc_set(self, s: dict, blobs: list, dev: dict | None = None):
         """Allocate and fill every buffer of a set: [front guard][data][back guard].
@@ -375,9 +557,12 @@ class Worker:
                 k += 1
         return args, allocs
 
-    def _read_set(self, s: dict, blobs: list, allocs) -> list:
+    def _read_set(self, s: dict, blobs: list, allocs, dev: dict | None = None) -> list:
         """Per buffer item (data or None when unchanged, front guard bytes, back guard bytes); a
-        view ("v") has no allocation of its own: (None, b"", b"") (its bytes are in the union's)."""
+        view ("v") has no allocation of its own: (None, b"", b"") (its bytes are in the union's).
+        A kept input (``dev``: blob index -> its device copy) is compared on the device and read
+        back only when it changed."""
+        cu = self.cu
         g = int(s["guard"])
         out = []
         kinds = [item[0] for item in s["params"] if item[0] not in ("s", "t")]
@@ -387,10 +572,18 @@ class Worker:
                 out.append((None, b"", b""))
                 continue
             d, n, idx, _ = next(left)
+            if dev and idx in dev and self._dev_same(int(d) + g, dev[idx], n):
+                guards = np.empty(2 * g, np.uint8)
+                if g:
+                    self._chk(cu.cuMemcpyDtoH(guards.ctypes.data, d, g), "cuMemcpyDtoH")
+                    self._chk(cu.cuMemcpyDtoH(guards[g:].ctypes.data, cu.CUdeviceptr(int(d) + g + n), g),
+                              "cuMemcpyDtoH")
+                out.append((None, guards[:g].tobytes(), guards[g:].tobytes()))
+                continue
             raw = np.empty(n + 2 * g, np.uint8)
             self._chk(self.cu.cuMemcpyDtoH(raw.ctypes.data, d, n + 2 * g), "cuMemcpyDtoH")
             data = raw[g:g + n]
-            same = _same_bytes(data, blobs[idx])
+            same = not isinstance(blobs[idx], Kept) and _same_bytes(data, blobs[idx])
             out.append((None if same else data, raw[:g].tobytes(), raw[g + n:].tobytes()))
         return out
 
@@ -421,15 +614,34 @@ class Worker:
 
     # ------------------------------------------------------------------ ops
     def op_run(self, req: dict) -> dict:
+        """The request's runs; the reply's ``spent`` says where the worker's time went (seconds:
+        load (a cubin) or jit (the driver compiling the PTX), fill, launch, readback, free, keep:
+        the kept inputs' uploads and checks)."""
+        self.spent = {}
+        t0 = time.perf_counter()
+        rep = self._op_run(req)
+        self.spent["total"] = time.perf_counter() - t0
+        rep["spent"] = {k: round(v, 6) for k, v in self.spent.items()}
+        return rep
+
+    def _spend(self, name: str, since: float) -> float:
+        now = time.perf_counter()
+        self.spent[name] = self.spent.get(name, 0.0) + now - since
+        return now
+
+    def _op_run(self, req: dict) -> dict:
         cu = self.cu
         sets = req["sets"]
+        t = time.perf_counter()
         blobs = _proto.read_blobs(req["blobs"])
         blobs, dev, missing = self._resident_blobs(req, blobs)
+        t = self._spend("keep", t)
         if missing:
             return {"resident_missing": missing, "fatal": False}
         results = [{"status": "not_run", "error": None, "elapsed": None, "buffers": None} for _ in sets]
         try:
             mod, log = self.load(req["ptx"], req.get("cubin"))
+            t = self._spend("load" if self.loaded_cubin else "jit", t)
         except CudaError as e:
             for r in results:
                 r.update(status="launch_error", error=str(e))
@@ -451,9 +663,11 @@ class Worker:
             for s, r in zip(sets, results):
                 allocs = []
                 try:
+                    t = time.perf_counter()
                     args, allocs = self._alloc_set(s, blobs, dev)
                     if req.get("scrub_shared", True):
                         self.scrub_shared()
+                    t = self._spend("fill", t)
                     self._chk(cu.cuEventRecord(ev0, self.stream), "cuEventRecord")
                     try:
                         self._launch(fn, s["grid"], s["block"], s["shared"], args)
@@ -470,7 +684,9 @@ class Worker:
                         fatal = True
                         break
                     r["elapsed"] = self._chk(cu.cuEventElapsedTime(ev0, ev1), "cuEventElapsedTime") / 1e3
-                    r.update(status="ok", buffers=self._read_set(s, blobs, allocs))
+                    t = self._spend("launch", t)
+                    r.update(status="ok", buffers=self._read_set(s, blobs, allocs, dev))
+                    t = self._spend("readback", t)
                 except CudaError as e:
                     if e.code in STICKY or e.what == "kernel":
                         r.update(status="crash", error=str(e))
@@ -479,7 +695,21 @@ class Worker:
                     r.update(status="launch_error", error=str(e))
                 finally:
                     if not fatal:
+                        t = time.perf_counter()
                         self._free(allocs)
+                        self._spend("free", t)
+            if not fatal and dev:
+                t = time.perf_counter()
+                changed = self._kept_changed(req)
+                self._spend("keep", t)
+                if changed:
+                    # a run wrote outside its buffers, onto a kept input: no result of this
+                    # request can be trusted, and the worker starts again with nothing kept
+                    why = (f"memory outside the kernel's buffers changed during these runs (the worker's "
+                           f"device copy of {len(changed)} kept input(s))")
+                    for r in results:
+                        r.update(status="crash", error=why, buffers=None)
+                    fatal = True
         finally:
             if not fatal:
                 for e in (ev0, ev1):

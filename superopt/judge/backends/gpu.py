@@ -414,6 +414,8 @@ class GpuBackend(Backend):
             msg["out_file"] = desc["file"] + ".out"
         try:
             rep = self._request(msg, hard, step="check")
+            from superopt.judge.phases import add_worker_parts
+            add_worker_parts(rep.get("spent"))
             if desc and "results" in rep:
                 _load_file_buffers(rep["results"], msg["out_file"])
             return rep

@@ -8,19 +8,21 @@ all its candidates (a candidate's input sets differ from the baseline's only in 
 poison), so at captured sizes most of that traffic repeats (the economy bench's tune build,
 2026-12-02: 49 of the worker's 157 held seconds copying in, 35 s of the parents' writing the files).
 
-Here: an input array of at least :data:`MIN_BYTES`, sent once, is kept by the worker, in device
-memory (the pristine copy each run's fresh allocation is filled from, device to device) and in
-its own host memory (what the readback is compared with, "this input is unchanged"). Later
-requests name it by key instead of sending it. Both sides bound what they keep by bytes, least
-recently used first out; when the worker no longer holds a key the parent named, it runs
-nothing and says which keys it lacks, and the parent sends them again (:class:`ParentTable`,
-:class:`WorkerStore`).
+Here: an input array of at least :data:`MIN_BYTES`, sent once, is kept by the worker in device
+memory: each run's fresh allocation is filled from it device to device, and after the run the
+allocation is compared with it on the device ("this input is unchanged"), so such an input never
+crosses the bus again for the kernel's later checks. Later requests name it by key instead of
+sending it. Both sides bound what they keep by bytes, least recently used first out; when the
+worker no longer holds a key the parent named, it runs nothing and says which keys it lacks, and
+the parent sends them again (:class:`ParentTable`, :class:`WorkerStore`).
 
 A key names an array object the parent holds a reference to while it is kept (so no other
 array can take its id) and that it has made read-only: a kept array cannot change behind the
 worker's copy. Outputs (their poison changes per candidate) and small buffers travel as before.
 Each run still gets fresh allocations with guard zones; the kept copies are never a kernel's
-argument.
+argument. A kernel that writes far outside its buffers could still hit a kept copy: the worker
+keeps a checksum of each copy and checks it after every request that used it; a changed copy
+fails the request's runs ("crash") and the worker restarts with nothing kept.
 """
 from __future__ import annotations
 
@@ -94,12 +96,13 @@ class ParentTable:
 
 
 class WorkerStore:
-    """The worker's kept inputs: key -> (device copy, host copy). ``alloc(n)`` -> device pointer,
-    ``upload(dptr, host)``, ``free(dptr)`` are the device's (CUDA-free tests give fakes)."""
+    """The worker's kept inputs: key -> (device copy, bytes, checksum). ``alloc(n)`` -> device
+    pointer, ``upload(dptr, host)``, ``free(dptr)`` and ``checksum(dptr, n)`` -> int are the
+    device's (CUDA-free tests give fakes)."""
 
-    def __init__(self, limit: int, alloc: Callable, upload: Callable, free: Callable):
+    def __init__(self, limit: int, alloc: Callable, upload: Callable, free: Callable, checksum: Callable):
         self.limit = int(limit)
-        self._alloc, self._upload, self._free = alloc, upload, free
+        self._alloc, self._upload, self._free, self._checksum = alloc, upload, free, checksum
         self._kept: "OrderedDict[str, tuple]" = OrderedDict()
         self.bytes = 0
 
@@ -107,13 +110,14 @@ class WorkerStore:
         return [k for k in keys if k not in self._kept]
 
     def get(self, key: str) -> tuple:
-        """(device pointer, host copy) of a kept input (most recently used now)."""
+        """(device pointer, bytes) of a kept input (most recently used now)."""
         self._kept.move_to_end(key)
-        return self._kept[key]
+        d, n, _ = self._kept[key]
+        return d, n
 
     def keep(self, key: str, host: np.ndarray) -> None:
-        """Keep ``host``'s bytes under ``key`` (a copy in host memory and one on the device);
-        evicts the least recently used beyond the limit. Nothing is kept past the limit."""
+        """Keep ``host``'s bytes under ``key`` on the device; evicts the least recently used
+        beyond the limit. Nothing is kept past the limit."""
         if key in self._kept:
             self._kept.move_to_end(key)
             return
@@ -122,20 +126,24 @@ class WorkerStore:
             return
         while self.bytes + n > self.limit and self._kept:
             self.drop(next(iter(self._kept)))
-        own = np.array(host, dtype=np.uint8, copy=True).reshape(-1)
-        own.flags.writeable = False
         d = self._alloc(n)
         try:
-            self._upload(d, own)
+            self._upload(d, np.ascontiguousarray(host).view(np.uint8).reshape(-1))
+            total = self._checksum(d, n)
         except BaseException:
             self._free(d)
             raise
-        self._kept[key] = (d, own)
+        self._kept[key] = (d, n, total)
         self.bytes += n
 
+    def intact(self, key: str) -> bool:
+        """Whether the kept copy still holds the bytes it was given (its checksum)."""
+        d, n, total = self._kept[key]
+        return self._checksum(d, n) == total
+
     def drop(self, key: str) -> None:
-        d, own = self._kept.pop(key)
-        self.bytes -= own.nbytes
+        d, n, _ = self._kept.pop(key)
+        self.bytes -= n
         self._free(d)
 
     def clear(self) -> None:
@@ -147,3 +155,12 @@ class WorkerStore:
 
     def __contains__(self, key: str) -> bool:
         return key in self._kept
+
+
+class Kept:
+    """A blob of a request that the worker keeps on the device: its size only (the bytes are
+    the store's device copy)."""
+    __slots__ = ("nbytes",)
+
+    def __init__(self, nbytes: int):
+        self.nbytes = int(nbytes)

@@ -1,0 +1,139 @@
+"""Inputs kept on the GPU (superopt.judge.backends.resident) on a real GPU: the worker's
+device-side compare and checksum against numpy, the same results with and without kept inputs
+(an input the kernel writes included), and a kept copy that changed under a request fails it."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from superopt.judge.backends.gpu import GpuBackend
+from superopt.judge.inputs import make_input_set
+from superopt.judge.phases import recording
+from superopt.specs.launch_spec import load_spec
+
+pytestmark = pytest.mark.gpu
+
+HERE = Path(__file__).parent
+SPEC = load_spec(str(HERE / "kernels" / "judge.toml")).resolved({"n": 300_001})     # 1.2 MB per buffer, odd
+PTX = HERE / "kernels" / "ptx"
+ROOT = HERE.parents[1]
+
+
+def _backend(monkeypatch, resident: str) -> GpuBackend:
+    monkeypatch.setenv("SUPEROPT_GPU_RESIDENT_BYTES", resident)
+    b = GpuBackend()
+    ok, why = b.available()
+    if not ok:
+        pytest.skip(why)
+    return b
+
+
+def _same_result(a, b) -> None:
+    assert a.status == b.status == "ok", (a.error, b.error)
+    for name in ("x", "y", "out"):
+        assert a.outputs[name].tobytes() == b.outputs[name].tobytes(), name
+        assert a.inputs_unchanged[name] == b.inputs_unchanged[name], name
+        assert a.guards_intact[name] and b.guards_intact[name], name
+
+
+@pytest.mark.parametrize("kernel", ["baseline", "writes_input"])
+def test_kept_inputs_give_the_results_of_sent_inputs(monkeypatch, kernel):
+    """Each kernel twice on the same inputs (the second time they are kept on the GPU): the
+    results are those of a worker that keeps nothing, bit for bit; an input the kernel writes
+    is seen as written both times."""
+    ptx = (PTX / f"{kernel}.ptx").read_text()
+    s = make_input_set(SPEC, seed=11)
+    again = s.with_outputs({"out": np.full(SPEC.param("out").length, np.nan, np.float32)}, np.random.default_rng(2))
+    on, off = _backend(monkeypatch, str(1 << 30)), _backend(monkeypatch, "0")
+    try:
+        with recording() as phases:
+            got = [on.run_many(ptx, SPEC, [st], timeout=5)[0] for st in (s, again)]
+        want = [off.run_many(ptx, SPEC, [st], timeout=5)[0] for st in (s, again)]
+        assert on._resident.bytes >= 2 * 1_200_000 and off._resident.bytes == 0
+    finally:
+        on.close()
+        off.close()
+    for g, w in zip(got, want):
+        _same_result(g, w)
+    if kernel == "writes_input":
+        assert not got[1].inputs_unchanged["x"] or not got[1].inputs_unchanged["y"]
+    else:
+        assert got[1].inputs_unchanged["x"] and got[1].inputs_unchanged["y"]
+    assert phases.get("gpu_keep") > 0 and phases.get("gpu_launch") > 0 and phases.get("gpu_readback") > 0
+
+
+_IN_PROCESS = textwrap.dedent('''
+    import json, sys
+    import numpy as np
+    from superopt.judge.backends._gpu_worker import Worker
+    from superopt.judge.backends.gpu import pack_sets
+    from superopt.judge.backends.resident import ParentTable
+    from superopt.judge.inputs import make_input_set
+    from superopt.specs.launch_spec import load_spec
+    w = Worker(0)
+    cu = w.cu
+    rng = np.random.default_rng(5)
+    out = {"same": [], "checksum": []}
+    for n in (1, 7, 8, 9, 4099, (1 << 20) + 3):
+        a = rng.integers(0, 256, n, dtype=np.uint8)
+        da, db = w._dev_alloc(n), w._dev_alloc(n)
+        w._dev_upload(da, a)
+        w._dev_upload(db, a)
+        same = [w._dev_same(int(da), db, n)]
+        sums = [w._dev_checksum(da, n)]
+        for k in sorted({0, n - 1, n // 2, (n // 8) * 8 if (n // 8) * 8 < n else 0}):
+            b = a.copy()
+            b[k] ^= 0x10
+            w._dev_upload(db, b)
+            same.append(w._dev_same(int(da), db, n))
+            sums.append(w._dev_checksum(db, n))
+        out["same"].append(same)
+        out["checksum"].append(len(set(sums)) == len(sums))
+        w._dev_free(da)
+        w._dev_free(db)
+    # a kept copy that changes under a request fails its runs and ends the worker
+    spec = load_spec(sys.argv[1]).resolved({"n": 300_001})
+    ptx = open(sys.argv[2]).read()
+    s = make_input_set(spec, seed=3)
+    wire = pack_sets(spec, [s])
+    table = ParentTable(w.store.limit)
+    use, keep = table.plan(wire["sources"], wire["inputs"])
+    req = {"op": "run", "ptx": ptx, "kernel": spec.kernel, "timeout": 5.0, "sets": wire["sets"],
+           "blobs": wire["blobs"], "resident": {"use": use, "keep": keep}}
+    first = w.op_run(req)
+    out["first"] = [r["status"] for r in first["results"]]
+    out["spent"] = sorted(first["spent"])
+    use, keep = table.plan(wire["sources"], wire["inputs"])
+    d, n = w.store.get(next(iter(use.values())))
+    cu.cuMemsetD8(d, 0x5A, 16)                      # some kernel's wild store onto a kept input
+    blobs = [np.zeros(0, np.uint8) if i in use else b for i, b in enumerate(wire["blobs"])]
+    second = w.op_run(dict(req, blobs=blobs, resident={"use": use, "keep": {}}))
+    out["second"] = [r["status"] for r in second["results"]]
+    out["second_error"] = second["results"][0]["error"]
+    out["second_fatal"] = second["fatal"]
+    print(json.dumps(out))
+''')
+
+
+def test_worker_compares_and_checks_kept_copies_on_the_device():
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               SUPEROPT_GPU_RESIDENT_BYTES=str(1 << 30))
+    p = subprocess.run([sys.executable, "-c", _IN_PROCESS, str(HERE / "kernels" / "judge.toml"),
+                        str(PTX / "baseline.ptx")], capture_output=True, text=True, env=env, timeout=300)
+    if p.returncode != 0 and "no CUDA device" in p.stderr:
+        pytest.skip("no CUDA device")
+    assert p.returncode == 0, p.stderr[-3000:]
+    import json
+    got = json.loads(p.stdout.strip().splitlines()[-1])
+    for same in got["same"]:
+        assert same[0] is True and not any(same[1:]), same       # equal, then every flipped byte seen
+    assert all(got["checksum"])
+    assert got["first"] == ["ok"] and {"keep", "fill", "launch", "readback", "free"} <= set(got["spent"])
+    assert got["second"] == ["crash"] and got["second_fatal"] is True
+    assert "outside the kernel's buffers" in got["second_error"]
