@@ -274,3 +274,69 @@ def test_a_dry_run_builds_every_program(tmp_path):
     res = json.loads(out.read_text())
     assert res["dry_run"] and [p["program"] for p in res["programs"]] == restructure.program_names()
     assert all(p["modes"]["nvcc"]["build"]["ok"] for p in res["programs"]) and not res["goal_met"]
+
+
+# ---------------------------------------------------------------- the programs themselves, on the CPU
+
+# sizes the CPU runs in seconds (the odd ones still odd; the stencil's grid not a cube, so that a
+# mixed-up stride shows); every other program at its own sizes
+SHRINK = {"naivegemm": {"M1": 256, "N1": 256, "K1": 256, "M2": 200, "N2": 200, "K2": 200},
+          "stencil3d": {"NX": 96, "NY": 72, "NZ": 40}}
+# one plausible bug per kernel, in the kernel's own source: its check must FAIL, the others PASS
+MUTATIONS = {
+    "rowmv_f32": ("float acc = 0.0f;\n    for (int j = 0; j < cols; j++) {",
+                  "float acc = 0.0f;\n    for (int j = 0; j < cols - 1; j++) {"),        # the last term dropped
+    "rowmv_f64": ("double acc = 0.0;", "float acc = 0.0f;"),                                # summed in float
+    "layernorm_rows": ("var = var / cols;", "var = var / (cols - 1);"),                    # unbiased variance
+    "softmax_rows": ("for (int j = 0; j < cols; j++) {\n      s += expf",
+                     "for (int j = 1; j < cols; j++) {\n      s += expf"),                  # the first term dropped
+    "naive_gemm": ("if (row < M && col < N) {", "if (row < M - 1 && col < N) {"),          # the last row not written
+    "stencil27": ("in[idx + (dz * ny + dy) * nx + dx]", "in[idx + (dz * nx + dy) * nx + dx]"),  # a stride mixed up
+}
+PROGRAM_OF = {k: n for n in ("rowmv", "rownorm", "naivegemm", "stencil3d") for k in restructure.kinds(n)}
+
+
+def _on_cpu(name: str, folder, edit: tuple[str, str] | None = None) -> dict:
+    """The program compiled with g++ on tests/bench_tools/cuda_on_cpu.h (its kernels run serially on the
+    CPU, one repetition after the warm-up) and run; its parsed lines."""
+    src = _src(name).replace("#include <cuda_runtime.h>", '#include "cuda_on_cpu.h"')
+    src = src.replace("#define NUM_REPS 10", "#define NUM_REPS 1")
+    for k, v in SHRINK.get(name, {}).items():
+        src, n = re.subn(rf"^#define {k} .*$", f"#define {k} {v}", src, flags=re.M)
+        assert n == 1, k
+    if edit:
+        assert src.count(edit[0]) == 1, edit
+        src = src.replace(edit[0], edit[1])
+    src, n = re.subn(r"(\w+)<<<(.*?)>>>\(", r"fake_launch(\2, \1, ", src)
+    assert n == len(re.findall(r"<<<", _src(name)))
+    cpp, exe = folder / f"{name}.cpp", folder / name
+    cpp.write_text(src)
+    here = restructure.HERE.parent.parent / "tests" / "bench_tools"
+    subprocess.run(["g++", "-O2", "-std=c++17", "-I", str(here), "-o", str(exe), str(cpp)],
+                   check=True, capture_output=True, timeout=120)
+    r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
+    return programs.parse_run({"rc": r.returncode, "seconds": 0.0, "timed_out": False,
+                               "stdout": r.stdout, "stderr": r.stderr})
+
+
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+
+
+@needs_gxx
+@pytest.mark.parametrize("name", ["rowmv", "rownorm", "naivegemm", "stencil3d"])
+def test_the_program_passes_its_own_check_with_its_kernels_on_the_cpu(name, tmp_path):
+    got = _on_cpu(name, tmp_path)
+    assert got["rc"] == 0 and got["check"] == "PASS", got.get("output_tail")
+    assert set(got["per_kernel"]) == set(restructure.kinds(name))
+    assert all(v["check"] == "PASS" and v["kernel_ms"] > 0 for v in got["per_kernel"].values())
+    assert got["kernel_ms"] == pytest.approx(sum(v["kernel_ms"] for v in got["per_kernel"].values()), abs=1e-4)
+
+
+@needs_gxx
+@pytest.mark.parametrize("kernel", list(MUTATIONS))
+def test_a_wrong_kernel_fails_its_check_and_the_program(kernel, tmp_path):
+    name = PROGRAM_OF[kernel]
+    got = _on_cpu(name, tmp_path, MUTATIONS[kernel])
+    assert got["rc"] != 0 and got["check"] == "FAIL", got
+    assert {k: v["check"] for k, v in got["per_kernel"].items()} == \
+        {k: "FAIL" if k == kernel else "PASS" for k in restructure.kinds(name)}

@@ -8,6 +8,7 @@
 // repetition.
 #include <cstdio>
 #include <cstdlib>
+#include <cstddef>
 #include <cstdint>
 #include <cmath>
 #include <vector>
