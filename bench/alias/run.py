@@ -38,6 +38,7 @@ import sys
 import tempfile
 import time
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench.never_slower.run import _times as never_slower_times
@@ -51,37 +52,84 @@ MODES = ("nvcc", "plus", "capture")
 GOAL_SPEEDUP = 2.0
 
 
+@dataclass(frozen=True)
+class Suite:
+    """A folder of per-kernel-timed programs and what its goal is. bench/alias is ``ALIAS``;
+    another benchmark (bench/restructure) runs this module's machinery on its own folder."""
+    name: str                         # log prefix, result file name (<date>-<name>-<gpu>.json), table title
+    here: Path                        # the program folders and programs.toml
+    goals: dict                       # kernel kind (a list in programs.toml) -> goal speedup
+    flag: str                         # per-kernel key: True when the kernel is of a goal kind
+    benchmark: str                    # the result file's "benchmark"
+    description: str = ""             # the command line's description
+    goal_modes: tuple = ("plus", "capture")   # the modes the goal speedups apply to
+    geomean_goal: float | None = None          # goal on the geomean of the programs' speedups in geomean_mode
+    geomean_mode: str = "capture"
+    list_note: str = ""
+    goal_text: str = ""               # the result file's "goal" (default: bench/alias's)
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.here / "programs.toml"
+
+    @property
+    def kinds_shown(self) -> bool:
+        """Several kernel kinds (or a flag not named after the one kind): records carry each kernel's kind."""
+        return self.flag not in self.goals
+
+
+ALIAS = Suite(
+    name="alias", here=HERE, goals={"accumulating": GOAL_SPEEDUP}, flag="accumulating",
+    benchmark="bench/alias: naive linear-algebra programs accumulating in global memory, per kernel, "
+              "plain nvcc vs nvcc-plus without and with capture (no-alias versioning, issue 26)",
+    description=(__doc__ or "").split("\n\n")[0],
+    list_note="* accumulates into global memory in a loop")
+
+
 # ---------------------------------------------------------------- the programs
 
-def manifest() -> dict:
+def manifest(suite: Suite = ALIAS) -> dict:
     """programs.toml: per program its accumulating and other kernels and its expected run time."""
-    return tomllib.loads(MANIFEST.read_text())
+    return tomllib.loads(suite.manifest_path.read_text())
 
 
-def program_names() -> list[str]:
+def program_names(suite: Suite = ALIAS) -> list[str]:
     """The program folders of bench/alias (those with a Makefile), in the manifest's order."""
-    found = programs.programs(HERE)
-    order = list(manifest())
+    found = programs.programs(suite.here)
+    order = list(manifest(suite))
     return sorted(found, key=lambda p: (order.index(p) if p in order else len(order), p))
 
 
-def kernels(name: str) -> dict[str, bool]:
-    """kernel -> accumulating, for one program (the manifest's kernels, in its order)."""
-    entry = manifest().get(name) or {}
-    out = {k: True for k in entry.get("accumulating", [])}
-    out.update({k: False for k in entry.get("other", [])})
+def kinds(name: str, suite: Suite = ALIAS) -> dict[str, str]:
+    """kernel -> kind (one of the suite's goal kinds, or "other"), for one program, in the manifest's order."""
+    entry = manifest(suite).get(name) or {}
+    out = {k: kind for kind in suite.goals for k in entry.get(kind, [])}
+    out.update({k: "other" for k in entry.get("other", [])})
     return out
+
+
+def kernels(name: str, suite: Suite = ALIAS) -> dict[str, bool]:
+    """kernel -> accumulating (of a goal kind), for one program (the manifest's kernels, in its order)."""
+    return {k: kind in suite.goals for k, kind in kinds(name, suite).items()}
+
+
+def goal_of(name: str, kernel: str, suite: Suite = ALIAS) -> float | None:
+    """A kernel's goal speedup: the program's ``goal`` in programs.toml when it sets one, else its kind's."""
+    kind = kinds(name, suite).get(kernel)
+    if kind not in suite.goals:
+        return None
+    return float((manifest(suite).get(name) or {}).get("goal", suite.goals[kind]))
 
 
 # ---------------------------------------------------------------- time
 
 def expected_seconds(name: str, reps: int, budget: float, modes: list[str], timeout: float | None,
-                     dry_run: bool = False) -> float:
+                     dry_run: bool = False, suite: Suite = ALIAS) -> float:
     """A program's expected wall time on an H200 host (from bench/programs' and never_slower's
     measured builds: a plain build ~2 s, an nvcc-plus build ~3 s + ~2 x budget per kernel, a
     capture build ~5 s + ~6 x budget per kernel, the capture ~2 runs), capped at --timeout."""
-    k = len(kernels(name)) or len(programs.kernels_of(name, HERE))
-    run_s = float((manifest().get(name) or {}).get("run_s", 2.0))
+    k = len(kernels(name, suite)) or len(programs.kernels_of(name, suite.here))
+    run_s = float((manifest(suite).get(name) or {}).get("run_s", 2.0))
     cap = (lambda s: min(s, timeout + 5)) if timeout else (lambda s: s)
     t = 2.5 if ("nvcc" in modes or "capture" in modes) else 0.0
     if "plus" in modes:
@@ -118,12 +166,13 @@ def _check(checks: list[str], rec: dict) -> str:
     return "PASS" if s == {"PASS"} else ("FAIL" if "FAIL" in s else (rec.get("check") or "NO_RESULT"))
 
 
-def judge(row: dict) -> dict:
+def judge(row: dict, suite: Suite = ALIAS) -> dict:
     """Per kernel and for the program: every mode's statistics, and for plus and capture the
     speedup and the never-slower verdict against nvcc; in place, returns the row."""
     modes = row.get("modes") or {}
     nvcc_runs = (modes.get("nvcc") or {}).get("runs") or []
-    acc = kernels(row["program"])
+    acc = kernels(row["program"], suite)
+    kind = kinds(row["program"], suite)
     for k in row.get("kernels") or []:
         acc.setdefault(k, False)             # a kernel the manifest forgot: measured, not accumulating
     decided = row.get("decisions") or {}
@@ -149,7 +198,10 @@ def judge(row: dict) -> dict:
     per_kernel = {}
     for k, is_acc in acc.items():
         v = verdicts(k)
-        entry = {"accumulating": is_acc, "modes": v,
+        entry = {suite.flag: is_acc}
+        if suite.kinds_shown:
+            entry.update(kind=kind.get(k, "other"), goal_speedup=goal_of(row["program"], k, suite))
+        entry |= {"modes": v,
                  "speedup": {m: v[m].get("speedup") for m in ("plus", "capture") if m in v},
                  "slower": {m: v[m].get("slower") for m in ("plus", "capture") if m in v}}
         found = {m: [d for d in ds if _same_kernel(d.get("kernel"), k)] for m, ds in decided.items()}
@@ -174,7 +226,7 @@ def _same_kernel(recorded: str | None, name: str) -> bool:
 
 # ---------------------------------------------------------------- results
 
-def finish(result: dict) -> dict:
+def finish(result: dict, suite: Suite = ALIAS) -> dict:
     """The top-level summary from the programs' rows, in place."""
     rows = result["programs"]
     modes = [m for m in ("plus", "capture") if m in result.get("modes", MODES)]
@@ -193,7 +245,8 @@ def finish(result: dict) -> dict:
             elif s is None and m in (pv.get("modes") or {}) and not result.get("dry_run"):
                 unjudged.append(f"{r['program']}:{m}")
         for k, e in (r.get("per_kernel") or {}).items():
-            flat.append({"program": r["program"], "kernel": k, "accumulating": e["accumulating"],
+            extra = {x: e.get(x) for x in ("kind", "goal_speedup")} if suite.kinds_shown else {}
+            flat.append({"program": r["program"], "kernel": k, suite.flag: e[suite.flag], **extra,
                          "nvcc_median_ms": ((e["modes"].get("nvcc") or {}).get("median_ms")),
                          "median_ms": {m: (e["modes"].get(m) or {}).get("median_ms") for m in modes},
                          "speedup": e["speedup"], "slower": e["slower"]})
@@ -209,23 +262,42 @@ def finish(result: dict) -> dict:
     result["kernels"] = flat
     mins, missing = {}, {}
     for m in modes:
-        xs = [f["speedup"].get(m) for f in flat if f["accumulating"]]
+        xs = [f["speedup"].get(m) for f in flat if f[suite.flag]]
         have = [x for x in xs if x]
         mins[m] = min(have) if have else None
-        missing[m] = [f"{f['program']}:{f['kernel']}" for f in flat if f["accumulating"] and not f["speedup"].get(m)]
-    result["min_accumulating_speedup"] = mins
-    result["accumulating_unmeasured"] = missing
+        missing[m] = [f"{f['program']}:{f['kernel']}" for f in flat if f[suite.flag] and not f["speedup"].get(m)]
+    result[f"min_{suite.flag}_speedup"] = mins
+    result[f"{suite.flag}_unmeasured"] = missing
+    goal_modes = [m for m in modes if m in suite.goal_modes]
+    below = [f"{f['program']}:{f['kernel']}:{m}" for m in goal_modes for f in flat if f[suite.flag]
+             and f["speedup"].get(m) and f["speedup"][m] < goal_of(f["program"], f["kernel"], suite)]
+    kernels_met = all(not missing[m] for m in goal_modes) and not below
+    if suite.kinds_shown:
+        result["min_speedup_by_kind"] = {
+            kind: {m: min((f["speedup"][m] for f in flat if f.get("kind") == kind and f["speedup"].get(m)),
+                          default=None) for m in modes}
+            for kind in [*suite.goals, "other"]}
+        result["below_goal"] = below
+    geo_met = True
+    if suite.geomean_goal is not None:
+        result["program_geomean_speedup"] = {
+            m: programs.geomean([x for r in rows if (x := ((r.get("program_verdict") or {}).get("speedup") or {})
+                                                     .get(m))])
+            for m in modes}
+        g = result["program_geomean_speedup"].get(suite.geomean_mode)
+        geo_met = g is not None and g >= suite.geomean_goal and not any(
+            not ((r.get("program_verdict") or {}).get("speedup") or {}).get(suite.geomean_mode) for r in rows)
     result["slower_entries"] = slower
     result["slower"] = len(slower)
     result["unjudged_entries"] = unjudged
     result["check_failures"] = failures
     result["all_checks_pass"] = not failures and bool(rows)
     result["complete"] = not result.get("not_run")
-    result["goal"] = f">= {GOAL_SPEEDUP:g}x on every accumulating kernel in every mode, none slower"
-    result["goal_met"] = (bool(modes) and not result.get("dry_run") and result["complete"]
+    result["goal"] = suite.goal_text or \
+        f">= {GOAL_SPEEDUP:g}x on every accumulating kernel in every mode, none slower"
+    result["goal_met"] = (bool(goal_modes) and not result.get("dry_run") and result["complete"]
                           and result["slower"] == 0 and not unjudged and result["all_checks_pass"]
-                          and all(mins[m] is not None and not missing[m] and mins[m] >= GOAL_SPEEDUP
-                                  for m in modes))
+                          and all(mins[m] is not None for m in goal_modes) and kernels_met and geo_met)
     return result
 
 
@@ -239,20 +311,21 @@ def merge(result: dict, old: dict) -> dict:
     return result
 
 
-def table(result: dict) -> str:
+def table(result: dict, suite: Suite = ALIAS) -> str:
     modes = [m for m in ("plus", "capture") if m in result.get("modes", MODES)]
 
     def f(x, spec=".3f"):
         return format(x, spec) if isinstance(x, (int, float)) else "-"
 
-    head = ["program", "kernel", "acc", "nvcc ms"] + [h for m in modes for h in (f"{m} ms", f"{m} x", "")]
+    head = ["program", "kernel", "kind" if suite.kinds_shown else "acc", "nvcc ms"] + [h for m in modes for h in (f"{m} ms", f"{m} x", "")]
     lines = []
     for r in result["programs"]:
         items = list((r.get("per_kernel") or {}).items()) + [("(program)", {**(r.get("program_verdict") or {}),
-                                                                            "accumulating": None})]
+                                                                            suite.flag: None})]
         for k, e in items:
             md = e.get("modes") or {}
-            ln = [r["program"], k, {True: "yes", False: "no", None: ""}[e.get("accumulating")],
+            shown = (e.get("kind") or "") if suite.kinds_shown else {True: "yes", False: "no", None: ""}[e.get(suite.flag)]
+            ln = [r["program"], k, shown,
                   f((md.get("nvcc") or {}).get("median_ms"), ".4f")]
             for m in modes:
                 v = md.get(m) or {}
@@ -262,10 +335,16 @@ def table(result: dict) -> str:
             lines.append(ln)
     widths = [max(len(h), *(len(ln[i]) for ln in lines)) if lines else len(h) for i, h in enumerate(head)]
     fmt = "  ".join(f"{{:{w}}}" for w in widths)
-    out = [f"bench/alias on {result.get('gpu') or 'no GPU'} @ {result.get('commit')}",
+    out = [f"bench/{suite.name} on {result.get('gpu') or 'no GPU'} @ {result.get('commit')}",
            fmt.format(*head), fmt.format(*("-" * w for w in widths)), *(fmt.format(*ln) for ln in lines)]
-    mins = result.get("min_accumulating_speedup") or {}
-    out.append("min accumulating speedup: " + ", ".join(f"{m} {f(mins.get(m))}" for m in modes)
+    mins = result.get(f"min_{suite.flag}_speedup") or {}
+    if suite.kinds_shown:
+        for kind, per in (result.get("min_speedup_by_kind") or {}).items():
+            out.append(f"min {kind} speedup: " + ", ".join(f"{m} {f(per.get(m))}" for m in modes))
+    if "program_geomean_speedup" in result:
+        out.append("program geomean speedup: " + ", ".join(
+            f"{m} {f(result['program_geomean_speedup'].get(m))}" for m in modes))
+    out.append(f"min {suite.flag} speedup: " + ", ".join(f"{m} {f(mins.get(m))}" for m in modes)
                + f"; slower entries: {result.get('slower')}; checks "
                + ("all PASS" if result.get("all_checks_pass") else "FAILURES")
                + f"; goal ({result.get('goal')}): {'met' if result.get('goal_met') else 'NOT met'}")
@@ -274,8 +353,9 @@ def table(result: dict) -> str:
     return "\n".join(out)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.alias.run", description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None, suite: Suite = ALIAS) -> int:
+    tag = f"[{suite.name}]"
+    ap = argparse.ArgumentParser(prog=f"python -m bench.{suite.name}.run", description=suite.description)
     ap.add_argument("--program", action="append", help="only this program (repeatable); default all")
     ap.add_argument("--modes", default="nvcc,plus,capture", help="comma-separated subset of nvcc,plus,capture "
                                                                  "(nvcc needed for speedups)")
@@ -287,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--deadline", type=float, default=540.0,
                     help="seconds after the start past which no program is started whose expected time no longer "
                          "fits (default 540: a 10-minute device call); 0 = none")
-    ap.add_argument("--out", type=Path, help="result file (default bench/results/<date>-alias-<gpu>.json); "
+    ap.add_argument("--out", type=Path, help=f"result file (default bench/results/<date>-{suite.name}-<gpu>.json); "
                                              "an existing one is merged into")
     ap.add_argument("--fresh", action="store_true", help="do not merge into an existing --out")
     ap.add_argument("--records", type=Path, help="folder for the nvcc-plus records (default <scratch>/records)")
@@ -308,12 +388,14 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     started = time.monotonic()
 
-    known = program_names()
+    known = program_names(suite)
     if args.list:
         for p in known:
-            ks = kernels(p)
-            print(f"{p:11s} " + " ".join(f"{k}{'*' if a else ''}" for k, a in ks.items()))
-        print(f"{len(known)} programs; * accumulates into global memory in a loop")
+            if suite.kinds_shown:
+                print(f"{p:11s} " + " ".join(f"{k}({kd})" for k, kd in kinds(p, suite).items()))
+            else:
+                print(f"{p:11s} " + " ".join(f"{k}{'*' if a else ''}" for k, a in kernels(p, suite).items()))
+        print(f"{len(known)} programs; {suite.list_note}")
         return 0
     args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     bad = [m for m in args.modes if m not in MODES]
@@ -329,28 +411,28 @@ def main(argv: list[str] | None = None) -> int:
         args.timeout = None
     args.build_system = "make"
 
-    est = {p: expected_seconds(p, args.reps, args.budget, args.modes, args.timeout, args.dry_run) for p in names}
-    print(f"[alias] expected time: {sum(est.values()):.0f} s (" + ", ".join(f"{p} {s:.0f} s" for p, s in est.items())
+    est = {p: expected_seconds(p, args.reps, args.budget, args.modes, args.timeout, args.dry_run, suite=suite)
+           for p in names}
+    print(f"{tag} expected time: {sum(est.values()):.0f} s (" + ", ".join(f"{p} {s:.0f} s" for p, s in est.items())
           + f"); reps {args.reps}, budget {args.budget:g} s per kernel, NVCC_PLUS_TIMEOUT {args.timeout}, "
           f"deadline {args.deadline or 'none'}", flush=True)
 
-    work = (args.scratch or Path(tempfile.mkdtemp(prefix="nvcc-plus-alias-"))).resolve()
+    work = (args.scratch or Path(tempfile.mkdtemp(prefix=f"nvcc-plus-{suite.name}-"))).resolve()
     work.mkdir(parents=True, exist_ok=True)
     tools = {"nvcc": programs.real_nvcc(args.nvcc),
              "nvcc_plus": args.nvcc_plus or programs._script(work / "bin", "nvcc-plus", "nvcc_plus")}
     sup = args.superopt or programs._script(work / "bin", "superopt", "superopt")
     tools["superopt"] = [sup]
-    print(f"[alias] scratch {work}; nvcc {tools['nvcc']}; nvcc-plus {tools['nvcc_plus']}; superopt {sup}", flush=True)
+    print(f"{tag} scratch {work}; nvcc {tools['nvcc']}; nvcc-plus {tools['nvcc_plus']}; superopt {sup}", flush=True)
 
     gpu = programs.gpu_name()
     now = dt.datetime.now(dt.timezone.utc)
     out = args.out
     if out is None and not args.dry_run:
-        out = ROOT / "bench" / "results" / f"{now.date().isoformat()}-alias-{programs.gpu_tag(gpu)}.json"
+        out = ROOT / "bench" / "results" / f"{now.date().isoformat()}-{suite.name}-{programs.gpu_tag(gpu)}.json"
     old = json.loads(out.read_text()) if out is not None and out.is_file() and not args.fresh else None
     result = {
-        "benchmark": "bench/alias: naive linear-algebra programs accumulating in global memory, per kernel, "
-                     "plain nvcc vs nvcc-plus without and with capture (no-alias versioning, issue 26)",
+        "benchmark": suite.benchmark,
         "date": now.isoformat(timespec="seconds"),
         "gpu": gpu,
         "commit": programs.commit(),
@@ -376,33 +458,33 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         left = args.deadline - (time.monotonic() - started) if args.deadline else None
         if left is not None and est[name] > left:
-            print(f"[alias] {name}: not started, expected {est[name]:.0f} s, {left:.0f} s left before the deadline",
+            print(f"{tag} {name}: not started, expected {est[name]:.0f} s, {left:.0f} s left before the deadline",
                   flush=True)
             result["not_run"].append(name)
             continue
         try:
-            row = programs.bench_program(name, args, work, tools, root=HERE)
+            row = programs.bench_program(name, args, work, tools, root=suite.here)
         except Exception as exc:  # noqa: BLE001 - one program's failure is recorded, not fatal
-            row = {"program": name, "kernels": programs.kernels_of(name, HERE), "modes": {}, "speedup": {},
+            row = {"program": name, "kernels": programs.kernels_of(name, suite.here), "modes": {}, "speedup": {},
                    "error": f"{type(exc).__name__}: {exc}"}
-            print(f"[alias] {name}: benchmark error {row['error']}", flush=True)
+            print(f"{tag} {name}: benchmark error {row['error']}", flush=True)
         row["decisions"] = decisions(row)
-        judge(row)
+        judge(row, suite)
         result["programs"].append(row)
         result["seconds"] = round(time.monotonic() - started, 1)
         if out is not None:
             snap = json.loads(json.dumps(result))
-            _write(out, finish(merge(snap, json.loads(json.dumps(old))) if old else snap))
-    final = finish(merge(result, old) if old else result)
+            _write(out, finish(merge(snap, json.loads(json.dumps(old))) if old else snap, suite))
+    final = finish(merge(result, old) if old else result, suite)
     final["seconds"] = round(time.monotonic() - started, 1)
     if out is not None:
         _write(out, final)
-    print(table(final))
+    print(table(final, suite))
     if final.get("not_run"):
-        print(f"[alias] to finish: python -m bench.alias.run --out {out or '<file>'} "
+        print(f"{tag} to finish: python -m bench.{suite.name}.run --out {out or '<file>'} "
               + " ".join(f"--program {p}" for p in final["not_run"]))
     if out is not None:
-        print(f"[alias] wrote {out} ({final['seconds']} s)")
+        print(f"{tag} wrote {out} ({final['seconds']} s)")
     if args.dry_run:
         built = all((r.get("modes") or {}).get(m, {}).get("build", {}).get("ok")
                     for r in final["programs"] for m in args.modes if m != "capture")

@@ -1,0 +1,1 @@
+"""bench/restructure: naive programs whose loops walk memory badly (issue 27)."""
