@@ -41,11 +41,15 @@ PHASES = {
     "gpu_launch": "GPU worker: the launches, until they completed",
     "gpu_readback": "GPU worker: reading the buffers back and comparing the inputs with what they were",
     "gpu_free": "GPU worker: scrubbing and freeing the buffers",
-    "gpu_keep": "GPU worker: keeping inputs on the GPU and checking the kept copies (superopt.judge.backends.resident)",
+    "gpu_keep": "GPU worker: reading the request's blobs, keeping inputs on the GPU and checking the kept copies "
+                "(superopt.judge.backends.resident)",
+    "gpu_reply": "GPU worker: writing the changed buffers for the reply",
+    "gpu_worker": "GPU worker: its whole run requests (the rest of gpu_check is the requests' and replies' transport)",
 }
 #: the worker's parts of gpu_check: its reply's ``spent`` key -> phase
 WORKER_PARTS = {"load": "gpu_load", "jit": "gpu_jit", "fill": "gpu_fill", "launch": "gpu_launch", "readback": "gpu_readback",
-                "free": "gpu_free", "keep": "gpu_keep"}
+                "free": "gpu_free", "keep": "gpu_keep",
+                "reply": "gpu_reply", "total": "gpu_worker"}
 GPU_BUSY = ("gpu_check", "gpu_time")
 
 _CURRENT: contextvars.ContextVar["Phases | None"] = contextvars.ContextVar("superopt_phases", default=None)

@@ -87,6 +87,7 @@ class TimingResult:
     seed: int | None = None
     wall_seconds: float = 0.0
     slower: bool = False               # slower beyond the measured noise (slower_than)
+    stopped_early: int | None = None   # rounds after which it stopped: clearly not faster (early_stop)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -182,13 +183,17 @@ def slower_than(a: Stats, b: Stats, ci: tuple) -> tuple[bool, str]:
 def time_pair(baseline_ptx: str, candidate_ptx: str, spec: LaunchSpec, *,
               backend: Union[str, Backend] = "gpu", reps: int = 100, warmup: int = 10, flush_l2: bool = True,
               min_gain: float = 0.0, seed: int | None = None, max_seconds: float = 20.0,
-              require_gpu: bool = False, inputs: InputSet | None = None) -> TimingResult:
+              require_gpu: bool = False, inputs: InputSet | None = None,
+              stop_not_faster: bool = False) -> TimingResult:
     """Time candidate against baseline (interleaved, L2 flushed) and decide "faster".
 
     Only meaningful for a candidate the differential check accepted. ``require_gpu``
     raises :class:`NoGPU` instead of returning a ``no_gpu`` result. ``inputs``: the input set
     to time on (a search times its candidates on one, made once: at a program's captured sizes
     making it takes longer than the timing); by default one made from ``seed``.
+    ``stop_not_faster``: the rounds may end early once the candidate is clearly not faster
+    (:mod:`superopt.judge.early_stop`; a search's first timing of each candidate); never for a
+    timing that must see "slower" or confirm a win.
     """
     t0 = time.monotonic()
     seed = fresh_seed() if seed is None else seed
@@ -215,8 +220,12 @@ def time_pair(baseline_ptx: str, candidate_ptx: str, spec: LaunchSpec, *,
     res = TimingResult(status="error", faster=False, reason="", reps=reps, flush_l2=flush_l2,
                        device=be.describe(), seed=seed)
     try:
+        extra = {}
+        if stop_not_faster:
+            from superopt.judge import early_stop
+            extra["stop_not_faster"] = {"first": early_stop.FIRST, "every": early_stop.EVERY, "z": early_stop.Z}
         raw = be.time_pair(baseline_ptx, candidate_ptx, spec, inputs, reps=reps, warmup=warmup,
-                           flush_l2=flush_l2, max_seconds=max_seconds)
+                           flush_l2=flush_l2, max_seconds=max_seconds, **extra)
     except (TimeoutError, ChildProcessError) as e:
         res.reason = f"timing failed: {e}"
         return res
@@ -243,6 +252,12 @@ def time_pair(baseline_ptx: str, candidate_ptx: str, spec: LaunchSpec, *,
     res.slower, slower_why = slower_than(sa, sb, ci)
     if res.slower:
         res.reason = f"slower: {slower_why}"
+    res.stopped_early = raw.get("stopped_not_faster")
+    if res.stopped_early:
+        if res.faster:          # the worker's rule and decide() disagree: never keep such a result
+            res.faster = False
+            res.reason = "stopped early as clearly not faster, yet decided faster: not trusted"
+        res.reason += f"; stopped after {res.stopped_early} of {reps} rounds: clearly not faster (early_stop)"
     if res.bytes_moved and res.peak_bytes_per_s:
         ia = res.bytes_moved / sa.median
         ib = res.bytes_moved / sb.median

@@ -106,4 +106,13 @@ def test_timing(gpu):
     same = time_pair(ptx("baseline"), ptx("eq_commute"), spec, backend=gpu, reps=50, warmup=5, max_seconds=5)
     print(same.summary())
     assert same.status == "ok" and not same.faster
+    # a search's first timing stops once the candidate is clearly not faster (early_stop), and
+    # never when it is faster
+    early = time_pair(ptx("baseline"), ptx("slow"), spec, backend=gpu, reps=100, warmup=3, max_seconds=10,
+                      stop_not_faster=True)
+    print(early.summary())
+    assert early.status == "ok" and not early.faster and early.stopped_early == 30 and early.reps == 30
+    win = time_pair(ptx("slow"), ptx("baseline"), spec, backend=gpu, reps=60, warmup=3, max_seconds=10,
+                    stop_not_faster=True)
+    assert win.faster and win.stopped_early is None and win.reps == 60
     assert same.implied_bytes_per_s["baseline"] < 1.1 * peak["bytes_per_s"]

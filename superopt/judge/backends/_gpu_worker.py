@@ -725,6 +725,7 @@ class Worker:
             if r["status"] == "not_run" and r["error"] is None:
                 r["error"] = f"not run: {cause}" if cause else "not run"
         out_file = req.get("out_file")
+        t = time.perf_counter()
         if out_file:
             # changed buffers go to a shared-memory file instead of the pipe
             off = 0
@@ -742,6 +743,7 @@ class Worker:
                         else:
                             new.append((None, front, back))
                     r["buffers"] = new
+        self._spend("reply", t)
         return {"results": results, "log": log, "fatal": fatal}
 
     def op_time(self, req: dict) -> dict:
@@ -782,6 +784,9 @@ class Worker:
             times = ([], [])
             reps = int(req.get("reps", 100))
             max_s = float(req.get("max_seconds", 20.0))
+            from superopt.judge.early_stop import should_stop
+            rule = req.get("stop_not_faster")
+            stopped = None
             for i in range(reps):
                 first = i % 2            # A B, B A, A B, ...: interleaved, order alternated
                 t_first = one(first)
@@ -790,7 +795,11 @@ class Worker:
                 times[1 - first].append(t_second)
                 if time.perf_counter() - t_start > max_s and i >= 10:
                     break
-            return {"a_ms": times[0], "b_ms": times[1], "flush_bytes": self.flush_buf[1] if (flush and self.flush_buf) else 0}
+                if i + 1 < reps and should_stop(i + 1, times[0], times[1], rule):
+                    stopped = i + 1
+                    break
+            return {"a_ms": times[0], "b_ms": times[1], "stopped_not_faster": stopped,
+                    "flush_bytes": self.flush_buf[1] if (flush and self.flush_buf) else 0}
         finally:
             for allocs in allocs_all:
                 self._free(allocs, scrub=False)

@@ -425,14 +425,18 @@ class GpuBackend(Backend):
                 _proto.remove(msg["out_file"])
 
     def time_pair(self, ptx_a: str, ptx_b: str, spec: LaunchSpec, inputs: InputSet, *, reps: int = 100,
-                  warmup: int = 10, flush_l2: bool = True, max_seconds: float = 20.0) -> dict:
-        """Raw interleaved event timings (ms) of A and B on separate copies of ``inputs``."""
+                  warmup: int = 10, flush_l2: bool = True, max_seconds: float = 20.0,
+                  stop_not_faster: dict | None = None) -> dict:
+        """Raw interleaved event timings (ms) of A and B on separate copies of ``inputs``;
+        ``stop_not_faster``: the rule (superopt.judge.early_stop) by which the worker may stop
+        before ``reps`` rounds, when B is clearly not faster."""
         wire = pack_sets(spec, [inputs])
         packed = wire["sets"][0]
         desc = _proto.write_blobs(wire["blobs"])
         msg = {"op": "time", "ptx_a": ptx_a, "ptx_b": ptx_b, "cubin_a": self._cubin(ptx_a),
                "cubin_b": self._cubin(ptx_b), "kernel": spec.kernel, "set": packed,
                "blobs": desc, "reps": reps, "warmup": warmup, "flush_l2": flush_l2, "max_seconds": max_seconds,
+               "stop_not_faster": stop_not_faster,
                "max_shared": packed["shared"] if packed["shared"] > 48 * 1024 else 0}
         try:
             return self._request(msg, JIT_ALLOWANCE + 3 * max_seconds + 30, step="time")
