@@ -124,8 +124,10 @@ def run_under(tool: str, ptx: str, spec, inputs, *, sanitizer: str, timeout: flo
     from superopt.judge.backends.gpu import GpuBackend
     fd, log = tempfile.mkstemp(prefix=f"superopt-{tool}-", suffix=".log")
     os.close(fd)
-    cmd = [sanitizer, "--tool", tool, "--log-file", log, "--print-limit", "5",
-           sys.executable, "-m", "superopt.judge.backends._gpu_worker"]
+    # a worker for one launch keeps no inputs on the GPU (superopt.judge.backends.resident): its
+    # copies and checks would be instrumented launches for nothing
+    cmd = ["env", "SUPEROPT_GPU_RESIDENT_BYTES=0", sanitizer, "--tool", tool, "--log-file", log,
+           "--print-limit", "5", sys.executable, "-m", "superopt.judge.backends._gpu_worker"]
     be = GpuBackend(worker_cmd=cmd, startup_timeout=timeout)
     try:
         ok, why = be.available()
