@@ -229,7 +229,37 @@ CTLOOP:
     add.u64 %rd15, %rd15, 1;
     bra CTLOOP;
 CADD:
+    // the warp's sum first (one atomic per warp, not per thread); every lane reaches here
+    mov.b64 {%r8, %r9}, %rd16;
+    shfl.sync.bfly.b32 %r10, %r8, 16, 31, -1;
+    shfl.sync.bfly.b32 %r11, %r9, 16, 31, -1;
+    mov.b64 %rd20, {%r10, %r11};
+    add.u64 %rd16, %rd16, %rd20;
+    mov.b64 {%r8, %r9}, %rd16;
+    shfl.sync.bfly.b32 %r10, %r8, 8, 31, -1;
+    shfl.sync.bfly.b32 %r11, %r9, 8, 31, -1;
+    mov.b64 %rd20, {%r10, %r11};
+    add.u64 %rd16, %rd16, %rd20;
+    mov.b64 {%r8, %r9}, %rd16;
+    shfl.sync.bfly.b32 %r10, %r8, 4, 31, -1;
+    shfl.sync.bfly.b32 %r11, %r9, 4, 31, -1;
+    mov.b64 %rd20, {%r10, %r11};
+    add.u64 %rd16, %rd16, %rd20;
+    mov.b64 {%r8, %r9}, %rd16;
+    shfl.sync.bfly.b32 %r10, %r8, 2, 31, -1;
+    shfl.sync.bfly.b32 %r11, %r9, 2, 31, -1;
+    mov.b64 %rd20, {%r10, %r11};
+    add.u64 %rd16, %rd16, %rd20;
+    mov.b64 {%r8, %r9}, %rd16;
+    shfl.sync.bfly.b32 %r10, %r8, 1, 31, -1;
+    shfl.sync.bfly.b32 %r11, %r9, 1, 31, -1;
+    mov.b64 %rd20, {%r10, %r11};
+    add.u64 %rd16, %rd16, %rd20;
+    and.b32 %r7, %r1, 31;
+    setp.ne.u32 %p1, %r7, 0;
+    @%p1 bra CEND;
     atom.global.add.u64 %rd19, [%rd4], %rd16;
+CEND:
     ret;
 }
 """
