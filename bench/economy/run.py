@@ -189,7 +189,25 @@ def summarize_mode(mode: str, records: list[dict], worth: dict[str, set[str]], b
         "phases_exact": exact, "phase_totals_s": {k: round(v, 3) for k, v in sorted(phase_totals.items())},
         "build_wall_s": build_wall,
         "searched_per_minute": round(len(done) / (build_wall / 60), 3) if build_wall else None,
+        "per_kernel": [kernel_row(k) for k in done],
     }
+
+
+PER_KERNEL_PHASES = ("lease_s", "gpu_check_s", "gpu_check_n", "gpu_time_s", "gpu_time_n", "gpu_worker_s",
+                     "gpu_fill_s", "gpu_readback_s", "gpu_launch_s", "gpu_keep_s", "sanitize_s", "gpu_wait_s",
+                     "check_s", "timing_s")
+
+
+def kernel_row(k: dict) -> dict:
+    """Where one searched kernel's time went: its candidates' fates, how many were timed and how
+    many timings stopped early (superopt.judge.early_stop), and its main phases."""
+    cands = k.get("candidates") or []
+    ph = k.get("phases") or {}
+    return {"kernel": f"{project_of(k['_source'])}:{k['kernel']}", "status": k.get("status"),
+            "candidates": len(cands), "fates": dict(Counter(str(c.get("fate")) for c in cands)),
+            "timed": sum(1 for c in cands if c.get("timing")),
+            "stopped_early": sum(1 for c in cands if (c.get("timing") or {}).get("stopped_early")),
+            "phases": {name: ph[name] for name in PER_KERNEL_PHASES if name in ph}}
 
 
 def _why(k: dict) -> str:

@@ -38,6 +38,9 @@ def test_a_mode_summary_counts_worth_searching_and_gpu_busy():
     assert s["gpu_busy_fraction"] == round(2.4 / 3.0, 4) and s["phases_exact"]
     assert s["searched_per_minute"] == 2.0 and s["phase_totals_s"]["ptxas_s"] == 3.0
     assert list(s["not_searched_reasons"]) == ["not searched"]
+    rows = {r["kernel"]: r for r in s["per_kernel"]}
+    assert len(rows) == 2 and all(r["candidates"] == sum(r["fates"].values()) for r in rows.values())
+    assert all("lease_s" in r["phases"] for r in rows.values())
 
 
 def test_the_old_codes_lease_is_its_search_and_its_busy_time_an_upper_bound():
