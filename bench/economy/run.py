@@ -246,6 +246,8 @@ def main(argv=None) -> int:
     ap.add_argument("--run-timeout", type=float, default=120)
     ap.add_argument("--work", type=Path)
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--before-from", type=Path, help="an earlier results file whose 'before' mode (the code "
+                    "before issue 23, measured on the same GPU) gives throughput_ratio without building it again")
     args = ap.parse_args(argv)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = sorted(set(modes) - set(MODES))
@@ -263,6 +265,8 @@ def main(argv=None) -> int:
     result = {"benchmark": "search-economy", "date": dt.date.today().isoformat(), "gpu": gpu,
               "commit": programs.commit(), "jobs": args.jobs, "budget": args.budget, "timeout": args.timeout,
               "projects": PROJECTS, "modes": {}, "programs": {}}
+    if args.before_from and "before" not in modes:
+        result["modes"]["before"] = before_from(args.before_from)
     caps = work / "caps"
     builds: dict[str, dict] = {}
     out = args.out or ROOT / "bench" / "results" / f"{result['date']}-search-economy-{programs.gpu_tag(gpu)}.json"
@@ -351,6 +355,15 @@ def main(argv=None) -> int:
 
 def _passing_ms(rec: dict | None) -> list[float]:
     return [r["kernel_ms"] for r in (rec or {}).get("runs", []) if r.get("check") == "PASS" and r.get("kernel_ms")]
+
+
+def before_from(path: Path) -> dict:
+    """The 'before' mode of an earlier results file, saying where it came from."""
+    doc = json.loads(Path(path).read_text())
+    before = (doc.get("modes") or {}).get("before")
+    if not before:
+        raise SystemExit(f"{path}: no 'before' mode in it")
+    return dict(before, taken_from=str(path), taken_from_commit=doc.get("commit"), taken_from_date=doc.get("date"))
 
 
 def finish(result: dict) -> dict:

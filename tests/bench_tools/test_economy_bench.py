@@ -100,3 +100,16 @@ def test_slower_with_no_rewrite_kept_is_counted_apart():
     assert "same_code" not in result["programs"]["b"]["vs_nvcc"]["tune"]
     assert result["slower"] == 1 and result["slower_entries"][0].startswith("b:tune:")
     assert [e.split(":")[0] for e in result["slower_same_code_entries"]] == ["a"]
+
+
+def test_before_taken_from_an_earlier_file_says_so(tmp_path):
+    earlier = tmp_path / "old.json"
+    earlier.write_text('{"commit": "abc", "date": "2026-12-01", "modes": {"before": {"searched_per_minute": 2.0}}}')
+    got = eco.before_from(earlier)
+    assert got["searched_per_minute"] == 2.0 and got["taken_from_commit"] == "abc"
+    result = {"modes": {"before": got, "after": {"searched_per_minute": 7.0}}, "programs": {}}
+    assert eco.finish(result)["throughput_ratio"] == 3.5
+    (tmp_path / "none.json").write_text('{"modes": {}}')
+    import pytest
+    with pytest.raises(SystemExit):
+        eco.before_from(tmp_path / "none.json")
