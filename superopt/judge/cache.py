@@ -67,5 +67,12 @@ class CachingJudge(Judge):
             self._timings[key] = self.inner.time(base_ptx, cand_ptx, spec, fresh=False)
         return self._timings[key]
 
+    def timing_window(self):
+        window = getattr(self.inner, "timing_window", None)
+        if window is None:
+            from contextlib import nullcontext
+            return nullcontext()
+        return window()
+
     def sanitize(self, base_ptx: str, cand_ptx: str, spec: Any, tools: Iterable[str]):
         return self.inner.sanitize(base_ptx, cand_ptx, spec, tools)

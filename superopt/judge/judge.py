@@ -194,6 +194,29 @@ class BackendJudge(Judge):
         res.skipped = skipped
         return res
 
+    @contextmanager
+    def timing_window(self):
+        """Hold the GPU alone for several timings (superopt.judge.devices.gpu_step: the timings'
+        own steps inside it are no-ops): other compilations' checks drain once for the window,
+        not once per timing. Checks of this thread inside it run too (its own steps)."""
+        if self.backend != "gpu":
+            yield
+            return
+        from superopt.judge import devices
+        from superopt.judge.backends.base import BackendUnavailable, get_backend
+        with self._on_gpu():
+            try:
+                be = get_backend("gpu")
+                ok, _ = be.available()      # the worker's own UUID names the lock, as in its steps
+                uuid = be.gpu_uuid() if ok else None
+            except BackendUnavailable:
+                uuid = None
+            if uuid is None:
+                yield                   # each timing says why it cannot run
+                return
+            with devices.gpu_step(uuid, "time"):
+                yield
+
     def time(self, base_ptx: str, cand_ptx: str, spec, *, fresh: bool = True):
         """Timing holds the GPU alone (superopt.judge.devices.gpu_step): concurrent compilations
         (make -j) never use a GPU while another times on it. Every call is a new measurement;

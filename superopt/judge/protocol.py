@@ -49,6 +49,13 @@ class Judge(Protocol):
         allows a cached one. Only called when :attr:`can_time`."""
         ...
 
+    def timing_window(self):
+        """A context in which several :meth:`time` calls share one hold of the GPU alone, so that
+        other compilations' checks drain once for all of them instead of once each. The default
+        (judges without a shared GPU) does nothing."""
+        from contextlib import nullcontext
+        return nullcontext()
+
     def sanitize(self, base_ptx: str, cand_ptx: str, spec: Any, tools: Iterable[str]) -> "SanitizerResult":
         """compute-sanitizer ``tools`` on baseline and candidate for one launch shape; the result's
         ``rejected`` is True only when the candidate has errors nvcc's code does not have.

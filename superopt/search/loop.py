@@ -31,6 +31,7 @@ import math
 import os
 import time
 import traceback
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -145,6 +146,21 @@ def evaluate(candidate: Candidate, baseline_ptx: str, specs: list, judge: Judge,
     ptxas's result when it ran ahead (:class:`PtxasAhead`). ``launches``: the program's launches
     the search knows (:class:`~superopt.specs.program_launches.ProgramLaunches`), for
     :func:`candidate_entry`."""
+    entry = check_candidate(candidate, baseline_ptx, specs, judge, target, seen_code, static, launches)
+    if awaits_timing(entry):
+        time_candidate(entry, candidate, baseline_ptx, specs, judge)
+    return entry
+
+
+def awaits_timing(entry: dict) -> bool:
+    """Checked and right, not timed yet (:func:`check_candidate` left its fate open)."""
+    return entry.get("fate") is None
+
+
+def check_candidate(candidate: Candidate, baseline_ptx: str, specs: list, judge: Judge, target: str,
+                    seen_code: dict | None = None, static=None, launches=None) -> dict:
+    """:func:`evaluate` up to its timing: ptxas, the same-code test and the checks. The entry's
+    fate is set unless the candidate is right and the judge can time it (:func:`awaits_timing`)."""
     entry = candidate_entry(candidate, launches)
     if static is None:
         static = run_ptxas(candidate.ptx, target, keep_cubin=seen_code is not None)
@@ -173,6 +189,13 @@ def evaluate(candidate: Candidate, baseline_ptx: str, specs: list, judge: Judge,
     if not judge.can_time:
         entry.update(fate=Fate.VERIFIED, reason=f"verified on the {judge.backend}; no GPU, so no measured speed")
         return entry
+    if deferred:
+        entry["launch_shapes_unchecked"] = len(deferred)
+    return entry
+
+
+def time_candidate(entry: dict, candidate: Candidate, baseline_ptx: str, specs: list, judge: Judge) -> dict:
+    """The timing part of :func:`evaluate`, for an entry that :func:`awaits_timing`."""
     timing = judge.time(baseline_ptx, candidate.ptx, specs[0], fresh=False)
     entry["timing"] = timing.to_dict()
     entry["speedup"] = timing.speedup
@@ -182,9 +205,9 @@ def evaluate(candidate: Candidate, baseline_ptx: str, specs: list, judge: Judge,
         entry.update(fate=Fate.FASTER, reason=timing.reason)
     else:
         entry.update(fate=Fate.NOT_FASTER, reason=timing.reason)
-    if deferred:
-        entry["launch_shapes_unchecked"] = len(deferred)
-        entry["reason"] += (f"; not checked at the {len(deferred)} large launch shape(s): only the "
+    unchecked = entry.get("launch_shapes_unchecked")
+    if unchecked:
+        entry["reason"] += (f"; not checked at the {unchecked} large launch shape(s): only the "
                             f"candidate to keep needs to be")
     return entry
 
@@ -358,21 +381,52 @@ class _Search:
             (limit is not None and time.monotonic() - self.started > limit)
 
     def run_one(self, cand: Candidate, static=None) -> dict:
+        """Check and time ``cand`` now; its entry."""
+        e = self.check_one(cand, static)
+        if awaits_timing(e):
+            self._time_one(cand, e)
+        return e
+
+    def check_one(self, cand: Candidate, static=None) -> dict:
+        """Check ``cand`` (its entry is recorded); a right one :func:`awaits_timing`."""
         if self.at_roofline:
             e = candidate_entry(cand, self.options.launches)
             e.update(fate=Fate.SKIPPED_ROOFLINE, reason=self.at_roofline)
             self.entries.append(e)
             return e
         try:
-            e = evaluate(cand, self.baseline_ptx, self.specs, self.judge, self.target, self.seen_code, static=static,
-                         launches=self.options.launches)
+            e = check_candidate(cand, self.baseline_ptx, self.specs, self.judge, self.target, self.seen_code,
+                                static=static, launches=self.options.launches)
         except Exception as exc:
             e = candidate_entry(cand, self.options.launches)
             e.update(fate=Fate.ERROR, reason=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=5))
         self.entries.append(e)
         self.by_id[e["id"]] = cand
-        self._note_roofline(e)
         return e
+
+    def _time_one(self, cand: Candidate, e: dict) -> None:
+        try:
+            time_candidate(e, cand, self.baseline_ptx, self.specs, self.judge)
+        except Exception as exc:
+            e.update(fate=Fate.ERROR, reason=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=5))
+        self._note_roofline(e)
+
+    def time_waiting(self, waiting: list) -> None:
+        """Time the checked candidates in ``waiting`` ((candidate, entry) pairs) in one window of
+        the GPU alone (``Judge.timing_window``): other compilations' checks drain once for them all.
+        One whose turn comes past :data:`TIMING_GRACE` of the budget is not timed (its checks
+        are paid; the grace bounds what a batch adds to a search)."""
+        if not waiting:
+            return
+        window = getattr(self.judge, "timing_window", None)
+        with window() if window is not None else nullcontext():
+            for cand, e in waiting:
+                if self.over_budget(TIMING_GRACE):
+                    e.update(fate=Fate.SKIPPED_BUDGET, reason=f"verified, not timed: the per-kernel budget of "
+                                                              f"{self.options.budget_s:g} s was used up first")
+                    continue
+                self._time_one(cand, e)
+        waiting.clear()
 
     def _note_roofline(self, entry: dict) -> None:
         """Stop judging once a timing shows nvcc's code moving its buffers at ROOFLINE_SHARE of
@@ -399,11 +453,27 @@ class _Search:
                 with phase("propose"):
                     proposed = list(proposer.propose(self.module, self.kernel, context))
                 ahead = PtxasAhead(self.target, proposed)
-            for i, cand in enumerate(_timed_proposals(proposed, proposer.own_budget)):
-                if not proposer.own_budget and self.over_budget(SINGLES_SHARE):
-                    deferred.append(cand)
-                else:
-                    context.remember(cand, self.run_one(cand, ahead.result(i) if ahead else None))
+            # A rule pass's candidates are checked as they come and timed TIMING_BATCH at a time
+            # (Judge.timing_window); the first right one at once, so that a kernel already at the
+            # roofline stops before the others are checked. A model's candidates (own_budget)
+            # are timed one by one: what it proposes next may depend on how the last one did.
+            batch = TIMING_BATCH if not proposer.own_budget else 1
+            waiting: list = []
+            timed_any = False
+            try:
+                for i, cand in enumerate(_timed_proposals(proposed, proposer.own_budget)):
+                    if not proposer.own_budget and self.over_budget(SINGLES_SHARE):
+                        deferred.append(cand)
+                        continue
+                    e = self.check_one(cand, ahead.result(i) if ahead else None)
+                    context.remember(cand, e)
+                    if awaits_timing(e):
+                        waiting.append((cand, e))
+                    if waiting and (not timed_any or len(waiting) >= batch):
+                        self.time_waiting(waiting)
+                        timed_any = True
+            finally:
+                self.time_waiting(waiting)
         except Exception as exc:   # a broken proposer must not stop the search
             context.notes.append(f"proposer {proposer.name} raised: {type(exc).__name__}: {exc}")
         finally:
@@ -481,6 +551,13 @@ class PtxasAhead:
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)
 
+
+# Checked candidates are timed this many at a time, in one hold of the GPU alone: every timing
+# makes all other compilations' checks drain first (2026-12-02, economy bench, 8 compilations on
+# one H200: the drains, not the GPU's work, set the build's pace).
+TIMING_BATCH = 4
+# A batch's timings may run past the per-kernel budget by this share, no further.
+TIMING_GRACE = 1.25
 
 # Singles may use this share of the per-kernel budget; the rest is kept for combinations,
 # which are where the largest wins come from (vectorized loads + occupancy, unroll + hints).

@@ -8,6 +8,7 @@ The GPU is faked (SUPEROPT_FAKE_GPUS) and the judge below holds it the way the G
 does (superopt.judge.devices.gpu_step around each run), so the locks are the real ones."""
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import multiprocessing as mp
@@ -474,3 +475,108 @@ def test_waiting_for_the_gpu_is_not_counted_against_the_kernels_budget(fake_gpu)
     with recording(), WaitingJudge().hold():
         cut = search_kernel(module(), KERNEL, [{"x": 1}], target="sm_90", options=limited, judge=WaitingJudge())
     assert "skipped-budget" in [c["fate"] for c in cut.record["candidates"]]
+
+
+# ---------------------------------------------------------------- timings share windows of the GPU alone
+
+class WindowJudge(FakeGpuJudge):
+    """A fake GPU judge with ``timing_window`` as the real one has it (one exclusive step around
+    several timings); it logs the order of its calls and whether each timing ran in a window."""
+
+    def __init__(self):
+        super().__init__()
+        self.events, self.windows, self._in_window = [], 0, False
+
+    @contextlib.contextmanager
+    def timing_window(self):
+        self.windows += 1
+        with self._step("time"):
+            self._in_window = True
+            try:
+                assert not gpu_free_here()
+                yield
+            finally:
+                self._in_window = False
+
+    def verify(self, base, cand, spec, **kw):
+        self.events.append(("verify", self._in_window))
+        return super().verify(base, cand, spec, **kw)
+
+    def time(self, base, cand, spec, **kw):
+        self.events.append(("time", self._in_window))
+        return super().time(base, cand, spec, **kw)
+
+
+def test_a_rule_passes_candidates_are_timed_in_windows_the_first_at_once(fake_gpu):
+    import superopt.search.loop as loop
+    judge = WindowJudge()
+    with judge.hold():
+        res = loop.search_kernel(module(), KERNEL, [{"x": 1}], target="sm_90", options=SearchOptions(budget_s=60),
+                                 judge=judge)
+    kinds = [k for k, _ in judge.events]
+    timed_singles = [e for e in res.record["candidates"] if e.get("timing") and len(e["plan"]) == 1]
+    assert len(timed_singles) >= 5
+    assert kinds[:2] == ["verify", "time"]                  # the first right candidate at once (roofline)
+    # then runs of at most TIMING_BATCH checks, each followed by their timings in one window
+    runs, k = [], 2
+    while k < len(kinds) and len(runs) < 2:
+        n = 0
+        while kinds[k] == "verify":
+            n, k = n + 1, k + 1
+        m = 0
+        while k < len(kinds) and kinds[k] == "time":
+            m, k = m + 1, k + 1
+        runs.append((n, m))
+    assert runs[0] == (loop.TIMING_BATCH, loop.TIMING_BATCH)
+    assert any(not w for kind, w in judge.events if kind == "time")      # the first, combinations: alone
+    assert sum(1 for kind, w in judge.events if kind == "time" and w) >= 4
+    assert judge.windows < len(timed_singles)               # fewer drains than timings
+    assert not any(w for kind, w in judge.events if kind == "verify")    # no check inside a window
+    assert gpu_free_here() and res.winner is not None
+
+
+def test_a_batch_past_the_budget_grace_leaves_the_rest_untimed(fake_gpu, monkeypatch):
+    import superopt.search.loop as loop
+    judge = WindowJudge()
+    calls = {"n": 0}
+    real = loop._Search.over_budget
+
+    def over(self, share=1.0):
+        if share == loop.TIMING_GRACE:
+            calls["n"] += 1
+            return calls["n"] > 2                           # the third timing's turn is past the grace
+        return real(self, share)
+
+    monkeypatch.setattr(loop._Search, "over_budget", over)
+    with judge.hold():
+        res = loop.search_kernel(module(), KERNEL, [{"x": 1}], target="sm_90", options=SearchOptions(budget_s=60),
+                                 judge=judge)
+    skipped = [e for e in res.record["candidates"] if e["fate"] == "skipped-budget" and "verified, not timed" in e["reason"]]
+    assert skipped and all("verdict" in e and "timing" not in e for e in skipped)
+
+
+def test_the_backend_judges_window_holds_the_gpu_alone(fake_gpu, monkeypatch):
+    """BackendJudge.timing_window takes the exclusive step under the worker's own UUID: no check
+    of another compilation can start inside it."""
+    from superopt.judge import judge as judge_mod
+    from superopt.judge.backends import base
+
+    class Worker:
+        def available(self):
+            return True, "fake"
+
+        def gpu_uuid(self):
+            return FAKE_UUID
+
+    monkeypatch.setattr(base, "get_backend", lambda name, **kw: Worker())
+    j = object.__new__(judge_mod.BackendJudge)
+    j.backend = "gpu"
+    with devices.assign():
+        with j.timing_window():
+            fd = os.open(lock_path(FAKE_UUID), os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                with pytest.raises(BlockingIOError):
+                    fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)      # another compilation's check
+            finally:
+                os.close(fd)
+    assert gpu_free_here()

@@ -288,7 +288,7 @@ class GpuBackend(Backend):
         with phase("worker_start"):
             self._start()
 
-    def _gpu_uuid(self) -> str:
+    def gpu_uuid(self) -> str:
         """What names this worker's GPU for the GPU-step locks (superopt.judge.devices)."""
         got = (self._info or {}).get("uuid")
         if got:
@@ -309,7 +309,7 @@ class GpuBackend(Backend):
             self._ensure()
             if step is None:
                 return self._send(msg, timeout)
-            with devices.gpu_step(self._gpu_uuid(), step), phase("gpu_time" if step == "time" else "gpu_check"):
+            with devices.gpu_step(self.gpu_uuid(), step), phase("gpu_time" if step == "time" else "gpu_check"):
                 return self._send(msg, timeout)
 
     def _send(self, msg: dict, timeout: float) -> dict:
@@ -449,7 +449,7 @@ class GpuBackend(Backend):
         from superopt.judge import peak_cache
         with self._lock:
             self._ensure()
-            uuid, driver = self._gpu_uuid(), (self._info or {}).get("driver_version")
+            uuid, driver = self.gpu_uuid(), (self._info or {}).get("driver_version")
         kept = peak_cache.read(uuid, driver)
         if kept is not None:
             return kept
