@@ -129,6 +129,7 @@ class RowPlan:
     slice_ids: set = field(default_factory=set)
     renamed: list = field(default_factory=list)        # registers phase A renames
     groups: list = field(default_factory=list)         # (iv, bytes per iteration, lane stride)
+    live_in: list = field(default_factory=list)        # renamed registers copied at a chunk's start
 
     @property
     def threads(self) -> int:
@@ -328,6 +329,19 @@ def _analyse_loop(fn, loop, block, code, chunk) -> tuple[RowPlan | None, str]:
                     return None, f"{i.name}: a register of the loop's control is not declared plainly"
                 if r.name not in renamed:
                     renamed.append(r.name)
+    # the renamed registers phase A must copy at a chunk's start: those a slice instruction
+    # can read with a value from before the loop (or from a previous iteration, which then
+    # also has one from before the loop); the others it writes before it reads them
+    du = fn.def_use
+    in_loop = {id(i) for i in insts}
+    live_in = []
+    for i in insts:
+        if id(i) not in sl and id(i) not in {id(s) for s in staged} and i.opcode != "bra":
+            continue
+        for r in isa.uses(i):
+            if r.name in renamed and r.name not in live_in and any(
+                    d == ENTRY or id(d) not in in_loop for d in du.definitions(i, r.name)):
+                live_in.append(r.name)
     t = math.prod(block)
     k = len(staged)
     why = "no chunk fits (block size a multiple of the chunk, a 32-byte sector per row, the shared-memory budget)"
@@ -338,7 +352,7 @@ def _analyse_loop(fn, loop, block, code, chunk) -> tuple[RowPlan | None, str]:
         if any(c * per_iter < 32 for _, per_iter, _ in desc):
             continue
         plan = RowPlan(block, loop, staged, width, first.type, first.modifiers, e, exit_block,
-                       rng[0], rng[1], sl, renamed, desc)
+                       rng[0], rng[1], sl, renamed, desc, live_in)
         if plan.shared_bytes > MAX_STAGE_BYTES:
             why = "the staging arrays would exceed the shared-memory budget"
             continue
@@ -422,26 +436,40 @@ def stage_row_loads_rewrite(fn, plan: RowPlan) -> list[Change]:
     pro(I("shr", ".b32", q, lin, e.bit_length() - 1), I("add", ".s32", s0, lin, q))   # W + W/E at u = 0
     xa = base_of(pro, adrs, s0, 8)
     xv = base_of(pro, vals, s0, w)
-    done, active, ret_after, anyp = (pro.reg(".pred") for _ in range(4))
+    done, active, anyp = (pro.reg(".pred") for _ in range(3))
     _false(pro, done, lin)
-    _false(pro, ret_after, lin)
     zero = pro.reg(".u64")
     pro(I("mov", ".u64", zero, 0))
+
+    vtype = value_reg_type(w)
+    step = t + t // e
+
+    def exchange(em):
+        """Writer slot u*T + lin: the owner's address slot, then its value slot (a run of a row)."""
+        for u in range(e):
+            a, v, pf = em.reg(".b64"), em.reg(vtype), em.reg(".pred")
+            em(I("ld", ".shared.u64", a, Addr(xa, u * step * 8 or None)),
+               I("setp", ".ne.b64", pf, a, 0),
+               I("add", ".s64", a, a, -1),
+               Instruction("ld", plan.modifiers, (v, Addr(a)), Guard(pf)),
+               I("st", f".shared{plan.type}", Addr(xv, u * step * w or None), v, guard=Guard(pf)))
+
+    def zero_slots(em):
+        for n in range(e):
+            em(I("st", ".shared.u64", Addr(base_a, n * 8 or None), zero))
 
     # --- the chunk loop, placed where the loop was
     co = Emitter(fn)
     for name in sorted(header_labels):
         co(Label(ren_s[name]))
     _true(co, active, lin)
-    _false(co, ret_after, lin)
-    co(Label(lab["coll"]), Label(lab["chunk"]))
-    for n in range(e):
-        co(I("st", ".shared.u64", Addr(base_a, n * 8 or None), zero))
+    co(Label(lab["chunk"]))
+    zero_slots(co)
     co(bra(lab["a_end"], Guard(active, negated=True)))
     # phase A
     rmap = {r: co.reg(reg_types[r]).name for r in plan.renamed}
-    for r, r2 in rmap.items():
-        co(I("mov", reg_types[r], Reg(r2), Reg(r)))
+    for r in plan.live_in:
+        co(I("mov", reg_types[r], Reg(rmap[r]), Reg(r)))
     ia, pa = co.reg(".u32"), co.reg(".u32")
     co(I("mov", ".u32", ia, 0), I("mov", ".u32", pa, base_a))
 
@@ -479,16 +507,7 @@ def stage_row_loads_rewrite(fn, plan: RowPlan) -> list[Change]:
        I("add", ".s32", ia, ia, 1), I("add", ".s32", pa, pa, 8 * k),
        I("setp", ".lt.u32", pq, ia, c), bra(head_a, Guard(pq)))
     co(Label(lab["a_end"]), Instruction("barrier", (".sync",), (Imm("0"),)))
-    # exchange
-    vtype = value_reg_type(w)
-    step = t + t // e
-    for u in range(e):
-        a, v, pf = co.reg(".b64"), co.reg(vtype), co.reg(".pred")
-        co(I("ld", ".shared.u64", a, Addr(xa, u * step * 8 or None)),
-           I("setp", ".ne.b64", pf, a, 0),
-           I("add", ".s64", a, a, -1),
-           Instruction("ld", plan.modifiers, (v, Addr(a)), Guard(pf)),
-           I("st", f".shared{plan.type}", Addr(xv, u * step * w or None), v, guard=Guard(pf)))
+    exchange(co)
     co(Instruction("barrier", (".sync",), (Imm("0"),)))
     # phase B
     co(bra(lab["b_end"], Guard(active, negated=True)))
@@ -520,7 +539,7 @@ def stage_row_loads_rewrite(fn, plan: RowPlan) -> list[Change]:
        Instruction("barrier", (".red", ".or", ".pred"), (anyp, Imm("0"), active)),
        bra(lab["chunk"], Guard(anyp)))
     _true(co, done, lin)
-    co(bra(lab["real_ret"], Guard(ret_after)), bra(exit_label))
+    co(bra(exit_label))
 
     # --- the rest of the body, labels renamed, every return through the stub
     staged: list = []
@@ -541,11 +560,21 @@ def stage_row_loads_rewrite(fn, plan: RowPlan) -> list[Change]:
             staged.append(s.copy())
         else:
             staged.append(s)
+    # a thread on its way out that has not been through the chunk loop: its own copy of the
+    # chunk loop, inactive (it zeroes its slots and performs its share of the exchange; it
+    # reads none of the kernel's registers), then the return
     stub = Emitter(fn)
     stub(Label(lab["ret_stub"]), bra(lab["real_ret"], Guard(done)))
-    _false(stub, active, lin)
-    _true(stub, ret_after, lin)
-    stub(bra(lab["coll"]), Label(lab["real_ret"]), Instruction("ret", (), ()))
+    no, more = stub.reg(".pred"), stub.reg(".pred")
+    _false(stub, no, lin)
+    stub(Label(lab["coll"]))
+    zero_slots(stub)
+    stub(Instruction("barrier", (".sync",), (Imm("0"),)))
+    exchange(stub)
+    stub(Instruction("barrier", (".sync",), (Imm("0"),)),
+         Instruction("barrier", (".red", ".or", ".pred"), (more, Imm("0"), no)),
+         bra(lab["coll"], Guard(more)),
+         Label(lab["real_ret"]), Instruction("ret", (), ()))
 
     decls = [s for s in fn.body if isinstance(s, VarDecl)]
     arrays = [VarDecl(space=".shared", type=".b8", name=vals, align=8, dims=(t * row * w,)),

