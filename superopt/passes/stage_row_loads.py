@@ -36,8 +36,11 @@ Every thread of the block takes part in every chunk (the barriers need all of th
 entering the loop's header enters the chunk loop active; every ``ret``/``exit`` of the
 rewritten body becomes a jump to a stub that, for a thread that has not been through the chunk
 loop (it returned before the loop, e.g. ``if (row >= m) return;``, or skipped it: ``n < 4`` for
-an unrolled loop, a per-thread trip count of 0), runs the chunk loop inactive (it zeroes its
-slots and performs its share of the exchange) before it returns. The barriers are the
+an unrolled loop, a per-thread trip count of 0), runs an *inactive copy* of the chunk loop (per
+chunk: zero its slots, ``barrier.sync``, its share of the exchange, ``barrier.sync``,
+``barrier.red.or.pred`` with false) before it returns. The copy reads none of the kernel's
+registers, so no path of the rewritten kernel reads a register nvcc's code leaves unwritten (the
+judge's static def-use check sees every path, not the flags that rule them out). The barriers are the
 non-``.aligned`` ``barrier.sync``/``barrier.red`` (sm_70+): the threads of a warp reach them
 from diverged paths. Since the loop is in no other cycle, a thread runs the chunk loop exactly
 once, and ``barrier.red`` gives every thread the same answer, so all of them run the same number
@@ -592,7 +595,7 @@ def stage_row_loads_rewrite(fn, plan: RowPlan) -> list[Change]:
 
 @register(
     name="stage-row-loads",
-    order=12,
+    order=14,
     launch_params={"block": "timed_block"},
     summary="coalesce one-thread-per-row loop walks (row matvec, per-row sum/max/mean/variance) by "
             "loading each chunk of the block's rows through shared memory with coalesced loads",

@@ -380,3 +380,27 @@ def test_on_the_corpus():
     grid = [{"block": b} for b in ((256, 1, 1), (128, 1, 1), (32, 8, 1), (16, 16, 1))]
     result = run_on_corpus(PASS, grid=grid, workers=2)
     assert not result.failures, result.failures[:5]
+
+
+def test_corpus_rewrites_are_judged_equal():
+    """Where it fires on the corpus (a one-thread-per-row gemv and a naive dgemm whose threads of
+    a warp walk different rows of A), staged for the block of the inferred launch spec, the
+    project's judge on the emulator accepts the rewrite."""
+    _need_emulator()
+    from superopt.judge.check import check
+    from superopt.specs.inference import infer_specs
+    from tests.passes.data.unroll_tools import corpus_text
+    text = corpus_text("ptx/gemm.sm_90.ptx")
+    base = ptx_ir.parse(text)
+    accepted = []
+    for fn0 in base.kernels:
+        inferred = infer_specs(base, fn0.name)
+        if not inferred.specs:
+            continue
+        new = base.clone()
+        if not get_pass(PASS)(new.function(fn0.name), block=tuple(inferred.specs[0].block)):
+            continue
+        v = check(text, ptx_ir.emit(new), inferred.specs[0], backend="emulator", sets=2, seed=5)
+        assert v.status == "accepted", (fn0.name, v.summary())
+        accepted.append(fn0.name)
+    assert any("gemv_row_per_thread" in n for n in accepted), accepted
