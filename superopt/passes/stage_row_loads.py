@@ -585,11 +585,13 @@ def stage_row_loads_rewrite(fn, plan: RowPlan) -> list[Change]:
     fn.body = decls + arrays + pro.out + staged + stub.out + [Label(lab["orig"])] + code
     fn.invalidate()
     fn.validate()
+    per_sm = (228 * 1024) // (plan.shared_bytes + 1024)       # sm_90: 228 KB a SM, 1 KB reserved a block
     walks = ", ".join(f"{per} bytes an iteration from {iv[3:]}" for iv, per, _ in plan.groups)
     return [Change(f"stage-row-loads: {k} row-walking ld.global{plan.type} per iteration of the loop at "
                    f"{loop.header.name} ({walks}) staged in chunks of {c} iterations ({e} elements per "
                    f"thread) through {plan.shared_bytes} bytes of shared memory for block "
-                   f"{plan.block[0]}x{plan.block[1]}x{plan.block[2]}; 3 barriers per chunk, every thread "
+                   f"{plan.block[0]}x{plan.block[1]}x{plan.block[2]} (on sm_90 at most {per_sm} blocks, "
+                   f"{per_sm * t} threads, a SM by shared memory); 3 barriers per chunk, every thread "
                    f"of the block takes part; other block shapes run nvcc's code", plan.loads[0])]
 
 

@@ -329,10 +329,22 @@ def _neighbour_rows(fn):
     raise AssertionError("no value base")
 
 
+def _returns_skip_the_chunk_loop(fn):
+    """Threads on their way out return at once instead of taking part (what a rewrite that
+    ignored early returns would do). The emulator counts exited threads as arrived at a
+    barrier, so this shows through the slots they never zero (the exchange loads from
+    poison), not through a hang."""
+    stubs = [i for i in fn.instructions if i.opcode == "bra" and "ret_stub" in i.operands[0].name]
+    assert stubs
+    for i in stubs:
+        fn.replace(i, Instruction("ret", (), (), i.guard))
+
+
 MUTATIONS = {
     "barrier after phase A dropped": _drop_barrier(0),
     "barrier after the exchange dropped": _drop_barrier(1),
     "returning threads skip a barrier": _drop_barrier(2),
+    "returning threads leave without taking part": _returns_skip_the_chunk_loop,
     "phase B runs one iteration more than phase A recorded": _latch_bound("b", 1),
     "phase A records one iteration more than phase B runs": _latch_bound("a", 1),
     "tile of the neighbouring rows": _neighbour_rows,
