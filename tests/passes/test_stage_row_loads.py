@@ -416,3 +416,25 @@ def test_corpus_rewrites_are_judged_equal():
         assert v.status == "accepted", (fn0.name, v.summary())
         accepted.append(fn0.name)
     assert any("gemv_row_per_thread" in n for n in accepted), accepted
+
+
+def test_the_search_gives_it_the_timed_block():
+    """Registered like stage-loads: the rule search fills ``block`` from the timed spec (none
+    beside dynamic shared memory, whose bytes the static arrays would add to)."""
+    from types import SimpleNamespace
+
+    from superopt.search.choices import kernel_search_options
+    from superopt.search.options import SearchOptions
+    from superopt.specs.launch_spec import LaunchSpec
+    info = get_pass(PASS)
+    assert info.launch_params == {"block": "timed_block"} and info.order == 14
+
+    def spec(block, shared=0):
+        return LaunchSpec.from_dict(dict(_spec(block=block), shared_bytes=shared))
+
+    opts = kernel_search_options(SearchOptions(), SimpleNamespace(specs=[spec((128, 1, 1)), spec((64, 1, 1))],
+                                                                  origin="captured"), None)
+    assert opts.extra_params[PASS] == {"block": (128, 1, 1)}
+    opts = kernel_search_options(SearchOptions(), SimpleNamespace(specs=[spec((128, 1, 1), 4096)],
+                                                                  origin="inferred"), None)
+    assert PASS not in opts.extra_params
