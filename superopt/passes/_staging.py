@@ -166,11 +166,13 @@ def bank_conflicts(plan: StagingPlan, pad_every: int) -> int:
     return total
 
 
-def kernel_eligibility(fn, block) -> tuple[tuple | None, list | None, str]:
+def kernel_eligibility(fn, block, *, loops_ok: bool = False) -> tuple[tuple | None, list | None, str]:
     """(block normalised, instructions in topological order, "") when ``fn`` is a kernel the
     staging passes handle, else (None, None, why not): an acyclic ``.entry`` without nested
     scopes, shared memory, barriers, fences, atomics, calls, traps, warp collectives or generic
-    or ordered accesses, whose ``.reqntid``/``.maxntid`` agree with ``block``."""
+    or ordered accesses, whose ``.reqntid``/``.maxntid`` agree with ``block``. With
+    ``loops_ok`` (stage-row-loads) the kernel may have loops; the instructions then come in
+    layout order."""
     block = normalise_block(block)
     if block is None:
         return None, None, "no usable launch block"
@@ -189,9 +191,9 @@ def kernel_eligibility(fn, block) -> tuple[tuple | None, list | None, str]:
                 return None, None, f"{name} is smaller than the block"
     if any(isinstance(s, VarDecl) and s.space.startswith(".shared") for s in fn.body):
         return None, None, "the kernel uses shared memory"
-    if fn.loops:
+    if fn.loops and not loops_ok:
         return None, None, "the kernel has loops"
-    order = topological(fn)
+    order = topological(fn) if not fn.loops else list(fn.instructions)
     if order is None:
         return None, None, "cyclic control flow"
     for inst in order:
@@ -354,17 +356,8 @@ def staging_arrays(plan: StagingPlan, vals: str, adrs: str) -> list[VarDecl]:
 def prologue(em: Emitter, plan: StagingPlan, orig_label: str, vals: str, adrs: str) -> ThreadSlots:
     """The block-uniform test ``%ntid == block`` (else a jump to ``orig_label``, nvcc's code),
     the thread's linear index, and its K address slots set to 0 ("nothing recorded")."""
-    ok = em.reg(".pred")
-    for d, (dim, n) in enumerate(zip(NTID, plan.block)):
-        r = em.reg(".u32")
-        em(I("mov", ".u32", r, dim))
-        em(I("setp", ".eq.u32", ok, r, n) if d == 0 else I("setp", ".eq.and.u32", ok, r, n, ok))
-    em(bra(orig_label, Guard(ok, negated=True), uni=False))
-    tx, ty, tz = (em.reg(".u32") for _ in range(3))
-    em(I("mov", ".u32", tx, "%tid.x"), I("mov", ".u32", ty, "%tid.y"), I("mov", ".u32", tz, "%tid.z"))
-    lin = em.reg(".u32")
-    bx, by, _ = plan.block
-    em(I("mad", ".lo.s32", lin, tz, by, ty), I("mad", ".lo.s32", lin, lin, bx, tx))
+    block_test(em, plan.block, orig_label)
+    lin = linear_index(em, plan.block)
     zero = em.reg(".u64")
     em(I("mov", ".u64", zero, 0))
     slots = ThreadSlots(lin, [], [])
@@ -376,6 +369,26 @@ def prologue(em: Emitter, plan: StagingPlan, orig_label: str, vals: str, adrs: s
         slots.val.append(slot_addr(em, vals, p, plan.width))
         em(I("st", ".shared.u64", Addr(slots.addr[-1]), zero))
     return slots
+
+
+def block_test(em: Emitter, block, orig_label: str) -> None:
+    """``%ntid == block`` (block-uniform), else a jump to ``orig_label`` (nvcc's code)."""
+    ok = em.reg(".pred")
+    for d, (dim, n) in enumerate(zip(NTID, block)):
+        r = em.reg(".u32")
+        em(I("mov", ".u32", r, dim))
+        em(I("setp", ".eq.u32", ok, r, n) if d == 0 else I("setp", ".eq.and.u32", ok, r, n, ok))
+    em(bra(orig_label, Guard(ok, negated=True), uni=False))
+
+
+def linear_index(em: Emitter, block) -> Reg:
+    """The thread's linear index in ``block`` (``(tid.z*by + tid.y)*bx + tid.x``)."""
+    tx, ty, tz = (em.reg(".u32") for _ in range(3))
+    em(I("mov", ".u32", tx, "%tid.x"), I("mov", ".u32", ty, "%tid.y"), I("mov", ".u32", tz, "%tid.z"))
+    lin = em.reg(".u32")
+    bx, by, _ = block
+    em(I("mad", ".lo.s32", lin, tz, by, ty), I("mad", ".lo.s32", lin, lin, bx, tx))
+    return lin
 
 
 def permuted_slot(em: Emitter, plan: StagingPlan, lin: Reg, u: int, vals: str, adrs: str) -> tuple[Reg, Reg]:
