@@ -40,8 +40,9 @@ def passes_problem(settings) -> str | None:
 
 
 def ordered_pass_names() -> list[str]:
-    """Every registered pass, in the order the rule search tries them."""
-    return sorted(registry(), key=priority)
+    """Every registered pass of the default set (``PassInfo.default``), in the order the rule
+    search tries them; a pass outside it runs only where a search's passes name it."""
+    return sorted((name for name, info in registry().items() if info.default), key=priority)
 
 
 def rule_candidates(module: ptx_ir.Module, kernel: str, options, notes: list[str]) -> list[Candidate]:

@@ -453,3 +453,19 @@ def test_the_search_gives_it_the_timed_block():
     opts = kernel_search_options(SearchOptions(), SimpleNamespace(specs=[spec((128, 1, 1), 4096)],
                                                                   origin="inferred"), None)
     assert PASS not in opts.extra_params
+
+
+def test_it_runs_only_where_a_search_names_it():
+    """Out of the default set until it is right and faster on a GPU (its module docstring):
+    the rule search leaves it out unless its passes name it."""
+    from types import SimpleNamespace
+
+    from superopt.search.rules import ordered_pass_names, rule_candidates
+    assert not get_pass(PASS).default and PASS not in ordered_pass_names()
+    assert "stage-loads" in ordered_pass_names()
+    module = ptx_ir.parse(TEXT)
+    kernel = next(f.name for f in module.kernels if "row_matvec_f32" in f.name)
+    named = SimpleNamespace(passes=[PASS], extra_params={PASS: {"block": (128, 1, 1)}})
+    assert rule_candidates(module, kernel, named, [])
+    default = SimpleNamespace(passes=None, extra_params={PASS: {"block": (128, 1, 1)}})
+    assert not any(st.pass_name == PASS for c in rule_candidates(module, kernel, default, []) for st in c.plan)

@@ -6,8 +6,14 @@ and down); the GPU runs them out of step and holds exited threads its own way. E
 fixture kernel (tests/passes/data/stage_row_loads.cu) is checked by the project's differential
 judge on the GPU at sizes where n is not a multiple of the unroll or the chunk and rows are not
 a multiple of the block, large enough for many resident blocks per SM, launched with the block
-it was specialised for and with another block (which runs the kept original code). Not yet run:
-written on a machine without a GPU (2026-12-02)."""
+it was specialised for and with another block (which runs the kept original code).
+
+Run on the H200 on 2026-12-02 (at a9d0660): every check REJECTED the staged kernel (e.g.
+row_matvec_f32 at 4097x1031, block 128: y[4096] differs, the one row of the last block, whose
+other 127 threads return before the loop), and every staged kernel timed 3-6x SLOWER than
+nvcc's (row_matvec_f32 0.19x). The emulator accepts the same kernels: its schedules do not
+reproduce what the GPU does there. The pass is out of the search's default set until both are
+fixed; these tests are strict xfails so that a fix shows here."""
 from __future__ import annotations
 
 import pytest
@@ -56,6 +62,8 @@ KERNELS = ["row_matvec_f32", "row_matvec_f64", "row_sum", "row_max", "row_mean_v
 
 @pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("block, other", [((128, 1, 1), (256, 1, 1)), ((256, 1, 1), (128, 1, 1))])
+@pytest.mark.xfail(strict=True, reason="H200 2026-12-02: rejected by the judge (a wrong row where a block's "
+                   "other threads returned before the loop)")
 def test_staged_row_walks_match_nvcc_on_the_gpu(gpu, kernel, block, other):
     from superopt.judge.check import check
     staged = _staged(kernel, block)
@@ -67,6 +75,7 @@ def test_staged_row_walks_match_nvcc_on_the_gpu(gpu, kernel, block, other):
 
 @pytest.mark.parametrize("kernel, block", [("row_matvec_f32", (128, 1, 1)), ("row_matvec_f64", (128, 1, 1)),
                                            ("row_sum", (256, 1, 1)), ("row_max", (128, 1, 1))])
+@pytest.mark.xfail(strict=True, reason="H200 2026-12-02: the staged kernels ran 3-6x slower than nvcc's")
 def test_staged_row_walks_are_faster(gpu, kernel, block):
     """The issue's goal is 3x on row walks (32x over-fetching). Measured here, asserted only
     faster beyond the spread; the speedup goes in the failure message and the summary."""
