@@ -59,7 +59,7 @@ Why results stay bit-identical:
 
 What it refuses (returns [] and leaves the kernel alone): no launch block; not a kernel;
 nested scopes; ``.reqntid``/``.maxntid`` inconsistent with the block; barriers, shared
-memory, fences or warp collectives in the kernel; no single-block loop whose loads some
+memory, fences, warp collectives, calls or indirect branches in the kernel; no single-block loop whose loads some
 neighbours share; in the loop: a store or any other memory write, an atomic, a call, a
 barrier, a guarded or vector or non-``ld.global`` load (``.param``/``.const`` allowed),
 loads of different types or modifiers, a branch/guard/address depending on a loaded value;
@@ -123,7 +123,8 @@ def _kernel_checks(fn, block) -> str:
         return "the kernel uses shared memory"
     for inst in fn.instructions:
         if inst.opcode in ("bar", "barrier", "membar", "fence", "shfl", "vote", "match", "redux",
-                           "mbarrier", "elect", "activemask", "wgmma", "wmma", "mma", "setmaxnreg"):
+                           "mbarrier", "elect", "activemask", "wgmma", "wmma", "mma", "setmaxnreg",
+                           "call", "brx"):       # a callee could exit or wait at a barrier
             return f"{inst.name} in the kernel"
         if inst.name.startswith(("cvta.to.shared", "cvta.shared")):
             return f"{inst.name} in the kernel"
@@ -741,10 +742,11 @@ def stage_shared_operands_rewrite(fn, plans, block, chunk) -> list[Change]:
         why = _chunk_machine(fn, blk, sp, block, chunk, pro_block)
         if why:
             continue
+        nbytes = 20 * sum(chunk * sp.groups(block, dims) for _, dims, _ in sp.staged)
         desc = ", ".join(f"{ld.name}[{'tid.' + ''.join('xyz'[d] for d in dims) if dims else 'block'}]"
                          for ld, dims, _ in p.staged)
         changes.append(Change(f"stage-shared-operands: loop {p.header}: {len(p.staged)} loads shared by "
-                              f"neighbours staged per chunk of {chunk} iterations through shared memory "
+                              f"neighbours staged per chunk of {chunk} iterations through {nbytes} bytes of shared memory "
                               f"({desc}); {len(p.others)} left as they are; block "
                               f"{block[0]}x{block[1]}x{block[2]}, other block shapes run nvcc's code"))
     if not changes:

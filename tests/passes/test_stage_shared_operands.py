@@ -191,6 +191,22 @@ def test_gemm_is_bit_identical(kernel, chunk):
     assert not failures, "\n".join(failures)
 
 
+def test_specialised_for_another_block():
+    """The pass given 32x8 (a warp is one row of the block: A's slot is one per warp, B's one per
+    lane): launched with 32x8 and with the 16x16 the kernel's other launches use."""
+    _need_emulator()
+    text, changes = rewrite("gemm_f32", (32, 8, 1), chunk=8)
+    assert changes
+    rng = np.random.default_rng(17)
+    failures = []
+    for (m, n, k), launch in [((37, 45, 29), (32, 8, 1)), ((16, 64, 40), (32, 8, 1)), ((37, 45, 29), (16, 16, 1))]:
+        grid, args, _ = gemm_case("gemm_f32", m, n, k, launch, rng)
+        why = differ(TEXT, text, "gemm_f32", grid, launch, args)
+        if why:
+            failures.append(f"M={m} N={n} K={k} launched {launch}: {why}")
+    assert not failures, "\n".join(failures)
+
+
 def test_matvec_with_threads_that_return_before_the_loop():
     """Block 128, M not a multiple of it: the last block's threads past M return before the
     loop and take part in the chunk machine inactive (x[j] is one slot for the whole block)."""
