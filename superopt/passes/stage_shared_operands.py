@@ -759,7 +759,7 @@ def stage_shared_operands_rewrite(fn, plans, block, chunk) -> list[Change]:
 
 @register(
     name="stage-shared-operands",
-    order=12,
+    order=13,
     launch_params={"block": "timed_block"},
     summary="stage loop operands that neighbouring threads share (naive GEMM's A row and B column, "
             "matrix-vector's x) through shared-memory tiles loaded once per chunk by the block",

@@ -457,3 +457,22 @@ def test_the_judge_accepts_it_on_the_corpus(short):
     if v.status == "could_not_judge":
         pytest.skip(v.reason)
     assert v.status == "accepted", v.summary()
+
+
+def test_the_search_gives_it_the_timed_block():
+    """Registered with launch_params {"block": "timed_block"}: the search hands it the first
+    spec's block (as stage-loads), and its chunk sizes are the rule search's grid."""
+    from types import SimpleNamespace
+
+    from superopt.passes import param_grid
+    from superopt.search.choices import kernel_search_options
+    from superopt.search.options import SearchOptions
+    from superopt.specs.launch_spec import LaunchSpec
+    info = get_pass(PASS)
+    assert info.launch_params == {"block": "timed_block"}
+    assert param_grid(info) == [{"chunk": 4}, {"chunk": 8}]
+    spec = LaunchSpec.from_dict({"kernel": "k", "grid": [4, 4, 1], "block": [16, 16, 1],
+                                 "params": [{"name": "out", "kind": "buffer", "type": "f32", "length": 64,
+                                             "direction": "out"}]})
+    opts = kernel_search_options(SearchOptions(), SimpleNamespace(specs=[spec], origin="captured"), None)
+    assert opts.extra_params[PASS] == {"block": (16, 16, 1)}
