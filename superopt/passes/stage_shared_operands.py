@@ -73,8 +73,8 @@ import math
 
 from ptx_ir import isa
 from ptx_ir.dataflow import ENTRY
-from ptx_ir.nodes import (Addr, Directive, Guard, Imm, Instruction, Label, Reg, ScopeClose, ScopeOpen,
-                          Sym, VarDecl, operand_registers, type_size)
+from ptx_ir.nodes import (Addr, Guard, Imm, Instruction, Label, Reg, ScopeClose, ScopeOpen, Sym,
+                          VarDecl, Vec, operand_registers, type_size)
 from superopt.passes import Change, register
 from superopt.passes._loop_tools import I, bra, register_type
 from superopt.passes._staging import (MAX_STAGE_BYTES, NTID, REFUSED_OPCODES, TID, normalise_block,
@@ -463,7 +463,7 @@ def _chunk_machine(fn, b, plan: LoopPlan, block, chunk: int, spec_block) -> str:
     n = 0
     while f"__np_{PREFIX}{n}_{fn.name}_addr" in names:
         n += 1
-    arr = {k: f"__np_{PREFIX}{n}_{fn.name}_{k}" for k in ("addr", "done", "vals")}
+    arr = {k: f"__np_{PREFIX}{n}_{fn.name}_{k}" for k in ("addr", "dv")}
     e = _E(fn)
     e(Label(cm))
     tid = [e.r(".u32") for _ in range(3)]
@@ -481,22 +481,34 @@ def _chunk_machine(fn, b, plan: LoopPlan, block, chunk: int, spec_block) -> str:
             pbase[prm] = e.r(".u64")
             e(I("ld", ".param.u64", pbase[prm], Addr(Sym(prm))),
               I("cvta", ".to.global.u64", pbase[prm], pbase[prm]))
-    ptrs = []                               # per staged load: {array: u32 shared address at j = 0}
-    size = {"addr": 4, "done": 8, "vals": 8}
-    for (ld, dims, _), off in zip(staged, offs):
+    # slot of load u at iteration j: offs[u] + j*G + g, g the thread's group along the dims the
+    # address depends on; per class of dims one pointer, the loads' offsets immediate
+    size = {"addr": 4, "dv": 16}            # address slot; (loaded address + 1, value) slot
+    classes = {}                            # dims -> {array: shared address of (j = 0, g)}
+    for _, dims, _ in staged:
+        if dims in classes:
+            continue
         g = e.r(".u32")
-        e(I("mov", ".u32", g, off))
+        e(I("mov", ".u32", g, 0))
         stride = 1
         for d in dims:
             e(I("mad", ".lo.s32", g, tid[d], stride, g))
             stride *= block[d]
-        p = {}
+        classes[dims] = {}
         for k in arr:
-            p[k] = e.r(".u32")
-            e(I("mad", ".lo.s32", p[k], g, size[k], bases[k]))
-        ptrs.append(p)
+            classes[dims][k] = e.r(".u32")
+            e(I("mad", ".lo.s32", classes[dims][k], g, size[k], bases[k]))
+
+    def class_pointers(kind):
+        """At an iteration's start: {dims: shared address of slot (j, g) in array ``kind``}."""
+        out = {}
+        for dims, p in classes.items():
+            out[dims] = e.r(".u32")
+            e(I("mad", ".lo.s32", out[dims], j, size[kind] * math.prod(block[d] for d in dims), p[kind]))
+        return out
 
     zero32b = e.r(".u32")
+    j = e.r(".u32")
     e(I("mov", ".u32", zero32b, 0))
 
     def slot_steps(lo, hi):
@@ -535,8 +547,8 @@ def _chunk_machine(fn, b, plan: LoopPlan, block, chunk: int, spec_block) -> str:
     for name in sorted(carried):
         e(I("mov", f".b{_reg_bits(fn, name)}" if register_type(fn, name) != ".pred" else ".pred",
             Reg(ren[name]), Reg(name)))
-    j = e.r(".u32")
     e(I("mov", ".u32", j, 0), Label(L["a"]))
+    qa = class_pointers("addr")
     sidx = {id(ld): k for k, (ld, _, _) in enumerate(staged)}
     other_ids = {id(ld) for ld in plan.others}
     for inst in body[:-1]:
@@ -546,15 +558,14 @@ def _chunk_machine(fn, b, plan: LoopPlan, block, chunk: int, spec_block) -> str:
             dst = ri.operands[0]
             if k is not None:
                 a = isa.address_operand(ri)
-                ea, sa, d32 = e.r(".b64"), e.r(".u32"), e.r(".u32")
+                ea, d32 = e.r(".b64"), e.r(".u32")
                 fits = e.r(".pred")
                 # the element's offset in its buffer + 1, when it fits 32 bits (else not staged)
                 e(I("add", ".s64", ea, a.base, a.offset or 0),
                   I("sub", ".s64", ea, ea, pbase[staged[k][2]]),
                   I("setp", ".lt.u64", fits, ea, 0xFFFFFFFF),
                   I("cvt", ".u32.u64", d32, ea), I("add", ".s32", d32, d32, 1),
-                  I("mad", ".lo.s32", sa, j, 4 * groups[k], ptrs[k]["addr"]),
-                  I("st", ".shared.u32", Addr(sa), d32, guard=Guard(fits)))
+                  I("st", ".shared.u32", Addr(qa[staged[k][1]], 4 * offs[k]), d32, guard=Guard(fits)))
             e(I("mov", f".b{_reg_bits(fn, dst.name)}", dst, 0))
             continue
         e(_rename(inst, ren))
@@ -588,10 +599,10 @@ def _chunk_machine(fn, b, plan: LoopPlan, block, chunk: int, spec_block) -> str:
             work.append((prm, sreg, guard, a, o32))
     if True:
         for prm, sreg, guard, a, o32 in work:
-            dn, vl = e.r(".u32"), e.r(".u32")
-            ad, o64, v = e.r(".u64"), e.r(".u64"), e.r(vt)
+            dn = e.r(".u32")
+            ad, o64, v, v64 = e.r(".u64"), e.r(".u64"), e.r(vt), e.r(".u64")
             pf = e.r(".pred")
-            e(I("mad", ".lo.s32", dn, sreg, 8, bases["done"]), I("mad", ".lo.s32", vl, sreg, 8, bases["vals"]),
+            e(I("mad", ".lo.s32", dn, sreg, 16, bases["dv"]),
               I("st", ".shared.u32", Addr(a), zero32b, guard=guard),
               I("setp", ".ne.u32", pf, o32, 0),
               I("cvt", ".u64.u32", o64, o32),
@@ -599,11 +610,16 @@ def _chunk_machine(fn, b, plan: LoopPlan, block, chunk: int, spec_block) -> str:
               I("add", ".s64", ad, pbase[prm], o64, guard=Guard(pf)),   # the address + 1, or 0
               I("st", ".shared.u64", Addr(dn), ad, guard=guard),
               I("sub", ".s64", ad, ad, 1),
-              Instruction("ld", plan.lmods, (v, Addr(ad)), Guard(pf)),
-              I("st", f".shared.b{8 * plan.width}", Addr(vl), v, guard=Guard(pf)))
+              Instruction("ld", plan.lmods, (v, Addr(ad)), Guard(pf)))
+            if plan.width == 8:
+                v64 = v
+            else:
+                e(I("cvt", f".u64.u{8 * max(plan.width, 2)}", v64, v, guard=Guard(pf)))
+            e(I("st", ".shared.b64", Addr(dn, 8), v64, guard=Guard(pf)))
     e(Instruction("bar", (".sync",), (Imm("0"),)), bra(L["chunk"], Guard(active, True)))
     # ---- phase B: the loop
     e(I("mov", ".u32", j, 0), Label(L["b"]))
+    qd = class_pointers("dv")
     for inst in body[:-1]:
         k = sidx.get(id(inst))
         if k is None:
@@ -612,16 +628,22 @@ def _chunk_machine(fn, b, plan: LoopPlan, block, chunk: int, spec_block) -> str:
             e(inst.copy())
             continue
         a = isa.address_operand(inst)
-        dn, vl = e.r(".u32"), e.r(".u32")
-        la, ea = e.r(".u64"), e.r(".b64")
+        slot = Addr(qd[staged[k][1]], 16 * offs[k])
+        la, vr, ea = e.r(".u64"), e.r(".u64"), e.r(".b64")
         hit = e.r(".pred")
-        e(I("mad", ".lo.s32", dn, j, 8 * groups[k], ptrs[k]["done"]),
-          I("mad", ".lo.s32", vl, j, 8 * groups[k], ptrs[k]["vals"]),
-          I("ld", ".shared.u64", la, Addr(dn)),
+        dst = inst.operands[0]
+        dbytes = _reg_bits(fn, dst.name) // 8
+        e(Instruction("ld", (".shared", ".v2", ".u64"), (Vec((la, vr)), slot)),
           I("add", ".s64", ea, a.base, (a.offset or 0) + 1),
-          I("setp", ".eq.b64", hit, la, ea),
-          I("ld", f".shared{plan.ltype}", inst.operands[0], Addr(vl), guard=Guard(hit)),
-          inst.with_(guard=Guard(hit, True)))
+          I("setp", ".eq.b64", hit, la, ea))
+        if plan.width == 8 and dbytes == 8:
+            e(I("mov", ".b64", dst, vr, guard=Guard(hit)))
+        elif plan.width == 4 and dbytes == 4:
+            lo = e.r(".u32")
+            e(I("cvt", ".u32.u64", lo, vr), I("mov", ".b32", dst, lo, guard=Guard(hit)))
+        else:                   # the load's own type and extension, from the value's low bytes
+            e(I("ld", f".shared{plan.ltype}", dst, Addr(slot.base, slot.offset + 8), guard=Guard(hit)))
+        e(inst.with_(guard=Guard(hit, True)))
     e(I("add", ".s32", j, j, 1))
     e(bra(L["bdone"], Guard(term.guard.reg, not term.guard.negated)))
     jt2 = e.r(".pred")
@@ -685,7 +707,7 @@ def _chunk_machine(fn, b, plan: LoopPlan, block, chunk: int, spec_block) -> str:
     if firsts:
         return "a dispatch target has no instruction"
     decl_at = next(i for i, s in enumerate(final) if not isinstance(s, VarDecl))
-    arrays = [VarDecl(space=".shared", type=".b8", name=arr[k], align=8, dims=(nslots * size[k],)) for k in arr]
+    arrays = [VarDecl(space=".shared", type=".b8", name=arr[k], align=16, dims=(nslots * size[k],)) for k in arr]
     fn.body = final[:decl_at] + arrays + final[decl_at:]
     fn.invalidate()
     return ""

@@ -48,6 +48,7 @@ def _need_emulator():
 POSITIVE = {
     "gemm_f32": ((16, 16, 1), [(8, 0), (2, 0)]),
     "gemm_f64": ((16, 16, 1), [(8, 0), (2, 0)]),
+    "gemm_s16": ((16, 16, 1), [(8, 0), (2, 0)]),
     "matvec": ((128, 1, 1), [(4, 4), (1, 1)]),
 }
 NEGATIVE = {
@@ -154,11 +155,20 @@ def test_rewrites_assemble():
 # --------------------------------------------------------------------------- emulator cases
 
 def gemm_case(kernel, m, n, k, launch, rng):
-    dt = np.float32 if kernel == "gemm_f32" else np.float64
-    a = rng.standard_normal(m * k).astype(dt)
-    b = rng.standard_normal(k * n).astype(dt)
-    args = [Buf(a), Buf(b), Buf(poison(m * n * a.itemsize, rng)), np.int32(m), np.int32(n), np.int32(k)]
-    return (cdiv(n, launch[0]), cdiv(m, launch[1]), 1), args, (a.reshape(m, k) @ b.reshape(k, n)).ravel()
+    if kernel == "gemm_s16":      # 16-bit operands, 32-bit products and sums (the signs matter)
+        a = rng.integers(-2 ** 15, 2 ** 15, m * k, dtype=np.int16)
+        b = rng.integers(-2 ** 15, 2 ** 15, k * n, dtype=np.int16)
+        ref = (a.reshape(m, k).astype(np.int64) @ b.reshape(k, n).astype(np.int64)).ravel()
+        ref = ((ref + 2 ** 31) % 2 ** 32 - 2 ** 31).astype(np.int32)
+        out = 4
+    else:
+        dt = np.float32 if kernel == "gemm_f32" else np.float64
+        a = rng.standard_normal(m * k).astype(dt)
+        b = rng.standard_normal(k * n).astype(dt)
+        ref = (a.reshape(m, k) @ b.reshape(k, n)).ravel()
+        out = a.itemsize
+    args = [Buf(a), Buf(b), Buf(poison(m * n * out, rng)), np.int32(m), np.int32(n), np.int32(k)]
+    return (cdiv(n, launch[0]), cdiv(m, launch[1]), 1), args, ref
 
 
 def matvec_case(m, k, launch, rng):
@@ -171,7 +181,7 @@ def matvec_case(m, k, launch, rng):
 GEMM_SIZES = [(37, 45, 29), (32, 32, 32), (5, 7, 3), (17, 1, 1), (20, 19, 0), (16, 48, 36)]
 
 
-@pytest.mark.parametrize("kernel,chunk", [("gemm_f32", 4), ("gemm_f32", 8), ("gemm_f64", 4)])
+@pytest.mark.parametrize("kernel,chunk", [("gemm_f32", 4), ("gemm_f32", 8), ("gemm_f64", 4), ("gemm_s16", 4)])
 def test_gemm_is_bit_identical(kernel, chunk):
     _need_emulator()
     block = POSITIVE[kernel][0]
@@ -184,7 +194,10 @@ def test_gemm_is_bit_identical(kernel, chunk):
         grid, args, ref = gemm_case(kernel, m, n, k, launch, rng)
         if (m, n, k) == GEMM_SIZES[0] and launch == block:      # the harness computes a GEMM
             out = emulate(TEXT, kernel, grid, launch, args)[2][GUARD:-GUARD].view(ref.dtype)
-            assert np.allclose(out, ref, rtol=1e-4, atol=1e-4)
+            if kernel == "gemm_s16":
+                assert np.array_equal(out, ref)
+            else:
+                assert np.allclose(out, ref, rtol=1e-4, atol=1e-4)
         why = differ(TEXT, text, kernel, grid, launch, args)
         if why:
             failures.append(f"M={m} N={n} K={k} launched {launch}: {why}")

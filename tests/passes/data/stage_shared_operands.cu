@@ -22,6 +22,17 @@ extern "C" __global__ void gemm_f64(const double *A, const double *B, double *C,
   }
 }
 
+// 16-bit operands widened as they load (the tile keeps the load's own type and extension)
+extern "C" __global__ void gemm_s16(const short *A, const short *B, int *C, int M, int N, int K) {
+  int row = blockIdx.y * blockDim.y + threadIdx.y;
+  int col = blockIdx.x * blockDim.x + threadIdx.x;
+  if (row < M && col < N) {
+    int acc = 0;
+    for (int k = 0; k < K; k++) acc += A[row * K + k] * B[k * N + col];
+    C[row * N + col] = acc;
+  }
+}
+
 // matrix-vector, one thread per row: x[j] is shared by the whole block
 extern "C" __global__ void matvec(const float *A, const float *x, float *y, int M, int K) {
   int row = blockIdx.x * blockDim.x + threadIdx.x;
