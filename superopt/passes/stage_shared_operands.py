@@ -153,7 +153,11 @@ def _tid_dims(fn, inst, reg: str, memo: dict, depth=0) -> set | None:
     """The %tid dimensions (0, 1, 2) register ``reg`` read at ``inst`` depends on (def-use,
     every reaching definition, transitively); None when it cannot tell."""
     if Reg(reg).is_special:
-        return {TID.index(reg)} if reg in TID else set()
+        if reg in TID:
+            return {TID.index(reg)}
+        if reg.startswith(("%ntid", "%ctaid", "%nctaid")):
+            return set()            # the same for the whole block
+        return None                 # %laneid, %warpid, %clock, ...: per thread or per moment
     out: set = set()
     for d in fn.def_use.definitions(inst, reg):
         if d == ENTRY:
