@@ -2,7 +2,10 @@
 judge (warps run out of step there, which the emulator's schedules only approximate), at 1024^2
 and at sizes that are not multiples of the tile, launched with the block the rewrite is
 specialised for and with another (nvcc's kept code), f32 and f64; and the timing of the naive
-GEMM at 1024^3 (the speed goal of issue 27 is measured by bench/restructure's naivegemm)."""
+GEMM at 1024^3 (the speed goal of issue 27 is measured by bench/restructure's naivegemm).
+
+Run on the H200 on 2026-12-02 (at 3f88f45): 7 passed; the timing printed speedup 0.199x (chunk 4)
+and 0.211x (chunk 8): right, and five times slower (the pass is out of the default set)."""
 from __future__ import annotations
 
 import pytest
