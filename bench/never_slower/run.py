@@ -56,8 +56,12 @@ def slower_than_nvcc(nvcc_ms: list[float], mode_ms: list[float]) -> dict:
     side = "slower" if loss > 0 else "faster"
     where = "beyond" if abs(loss) > spread else "within"
     reason = f"median {b:.4f} ms vs nvcc {a:.4f} ms: {side} by {abs(loss):.4f} ms, {where} the spread {spread:.4f} ms"
+    # one run on a side measures no spread: any difference is "beyond" it, so the verdict says so
+    measured = len(nvcc_ms) > 1 and len(mode_ms) > 1
+    if not measured:
+        reason += " (one run on a side: no spread measured)"
     return {"slower": slower, "speedup": a / b if b > 0 else None, "spread_ms": spread, "nvcc_median_ms": a,
-            "median_ms": b, "reason": reason}
+            "median_ms": b, "spread_measured": measured, "reason": reason}
 
 
 def _times(runs: list[dict], block: str | None, key: str = "blocks") -> tuple[list[float], list[str]]:

@@ -113,3 +113,13 @@ def test_before_taken_from_an_earlier_file_says_so(tmp_path):
     import pytest
     with pytest.raises(SystemExit):
         eco.before_from(tmp_path / "none.json")
+
+
+def test_one_run_slowdowns_are_listed_apart_from_verdicts():
+    from bench.never_slower.run import slower_than_nvcc
+    result = {"modes": {}, "programs": {
+        "a": {"vs_nvcc": {"after": slower_than_nvcc([1.0], [1.01])}},
+        "b": {"vs_nvcc": {"after": slower_than_nvcc([1.0, 1.001], [1.2, 1.2])}}}}
+    eco.finish(result)
+    assert result["slower"] == 1 and result["slower_entries"][0].startswith("b:after")
+    assert [e.split(":")[0] for e in result["slower_unmeasured_entries"]] == ["a"]

@@ -127,3 +127,9 @@ def test_parts_are_merged_and_the_deadline_stops_new_programs(fake_programs):
     res = json.loads(fresh.read_text())
     assert res["not_run"] == ["scan"] and res["complete"] is False and res["all_checks_pass"] is False
     assert [c[0] for c in fake_programs["calls"]] == ["scan", "biasgrad"]   # the last two never ran
+
+
+def test_one_run_on_a_side_says_no_spread_was_measured():
+    got = ns.slower_than_nvcc([1.0], [1.003])
+    assert got["slower"] is True and got["spread_measured"] is False and "no spread measured" in got["reason"]
+    assert ns.slower_than_nvcc([1.0, 1.0], [1.003, 1.003])["spread_measured"] is True
