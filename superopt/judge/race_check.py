@@ -119,7 +119,7 @@ def _var_spaces(module, fn) -> dict[str, str]:
     return out
 
 
-def _provenance(fn) -> dict[str, frozenset]:
+def pointer_provenance(fn) -> dict[str, frozenset]:
     """Register -> the kernel parameters and variables its value may be derived from by
     arithmetic (``"?"``: a pointer loaded from global memory, or another opaque source),
     flow-insensitive: the base of a pointer the kernel advances in a loop, where the address
@@ -198,7 +198,7 @@ class _Bases:
     def __init__(self, module, fn):
         self.spaces = _var_spaces(module, fn)
         self.params = {p.name for p in fn.params}
-        self.prov = _provenance(fn)
+        self.prov = pointer_provenance(fn)
 
     def base(self, acc) -> str:
         if acc.base is not None:

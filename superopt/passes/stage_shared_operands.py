@@ -272,8 +272,8 @@ def _plan_loop(fn, b, block) -> tuple[LoopPlan | None, str]:
         return None, why
     staged, others = [], []
     threads = math.prod(block)
-    from superopt.judge.race_check import _provenance      # the judge's own notion of a buffer
-    prov = _provenance(fn)
+    from superopt.judge.race_check import pointer_provenance      # the judge's own notion of a buffer
+    prov = pointer_provenance(fn)
     params = {p.name for p in fn.params}
     for ld in loads:
         a = isa.address_operand(ld)
