@@ -248,7 +248,15 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--before-from", type=Path, help="an earlier results file whose 'before' mode (the code "
                     "before issue 23, measured on the same GPU) gives throughput_ratio without building it again")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="an nvcc-plus setting for the builds (repeatable; recorded in the results as 'settings')")
     args = ap.parse_args(argv)
+    extra = {}
+    for item in args.set:
+        name, eq, value = item.partition("=")
+        if not eq or not name.startswith(("NVCC_PLUS_", "SUPEROPT_")):
+            ap.error(f"--set {item!r}: expected NVCC_PLUS_NAME=VALUE or SUPEROPT_NAME=VALUE")
+        extra[name] = value
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = sorted(set(modes) - set(MODES))
     if unknown:
@@ -260,11 +268,12 @@ def main(argv=None) -> int:
     nvcc = programs.real_nvcc(None)
     base = {k: v for k, v in os.environ.items() if not k.startswith("NVCC_PLUS_")}
     base["NVCC_PLUS_REAL_NVCC"] = nvcc
+    base.update(extra)
     superopt = programs._script(work, "superopt", "superopt")
     gpu = programs.gpu_name()
     result = {"benchmark": "search-economy", "date": dt.date.today().isoformat(), "gpu": gpu,
               "commit": programs.commit(), "jobs": args.jobs, "budget": args.budget, "timeout": args.timeout,
-              "projects": PROJECTS, "modes": {}, "programs": {}}
+              "projects": PROJECTS, "settings": extra, "modes": {}, "programs": {}}
     if args.before_from and "before" not in modes:
         result["modes"]["before"] = before_from(args.before_from)
     caps = work / "caps"

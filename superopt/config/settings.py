@@ -107,6 +107,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("NVCC_PLUS_GPU_LEASE", "step", "step: a search holds its GPU only for each GPU step (checks "
             "shared with other compilations, timing alone); search: for its whole duration (the old economy)",
             "search"),
+    Setting("NVCC_PLUS_GPU_CHECKS", "shared", "shared: compilations' differential checks run on a GPU at "
+            "once; serial: one at a time (each CUDA context alone on the GPU, no time-slicing between "
+            "processes); timing is alone either way", "search"),
     Setting("NVCC_PLUS_CLUSTER", "", "a Dask scheduler (tcp://host:8786) whose GPU workers run the searches",
             "search", toml="cluster"),
     Setting("NVCC_PLUS_CLUSTER_CONNECT_TIMEOUT", "10", "seconds to reach the cluster's scheduler", "search"),

@@ -319,6 +319,23 @@ def _using(dev: Device, *, deadline: float | None = None, leased: bool = False):
 STEP_KINDS = {"check": fcntl.LOCK_SH, "sanitize": fcntl.LOCK_SH, "time": fcntl.LOCK_EX}
 
 
+def checks_mode() -> str:
+    """``shared`` (compilations' checks overlap on a GPU; the default) or ``serial`` (one check at
+    a time: a third lock, ``<uuid>-checks``, taken after the GPU's shared lock).
+
+    Why serial exists: without MPS, kernels and copies of different processes do not run at
+    once; the driver time-slices their contexts, and every synchronous call of one worker
+    (a pageable copy, cuMemFree, an event wait) waits for the others' slices. Eight
+    overlapping checks can each take far longer than eight checks in turn."""
+    from superopt.config.settings import SettingError, env_value
+    mode = (env_value("NVCC_PLUS_GPU_CHECKS") or "shared").strip().lower()
+    if mode not in ("shared", "serial"):
+        from superopt.config.settings import did_you_mean
+        raise SettingError(f"NVCC_PLUS_GPU_CHECKS={mode!r} is not one of shared, serial"
+                           + did_you_mean(mode, ("shared", "serial")))
+    return mode
+
+
 @contextmanager
 def gpu_step(gpu: str, kind: str):
     """Hold GPU ``gpu`` (its UUID) for one step: ``check`` and ``sanitize`` share it with other
@@ -333,6 +350,8 @@ def gpu_step(gpu: str, kind: str):
         yield
         return
     deadline = getattr(_local, "deadline", None)
+    serial = kind == "check" and checks_mode() == "serial"
+    alone = None
     with phase("gpu_wait"):
         turn = open_regular(lock_path(f"{gpu}-turnstile"), os.O_RDWR | os.O_CREAT)     # no symlink, no FIFO
         try:
@@ -345,12 +364,25 @@ def gpu_step(gpu: str, kind: str):
                 raise
         finally:
             os.close(turn)            # closing drops the turnstile: the next step may queue
+        if serial:
+            # after the GPU's lock and the turnstile: a timing queued at the turnstile still
+            # waits only for the checks already past it
+            try:
+                alone = open_regular(lock_path(f"{gpu}-checks"), os.O_RDWR | os.O_CREAT)
+                _flock_until(alone, fcntl.LOCK_EX, deadline)
+            except BaseException:
+                if alone is not None:
+                    os.close(alone)
+                release(main)
+                raise
     _local.step = how
     try:
         with phase("lease"):
             yield
     finally:
         _local.step = None
+        if alone is not None:
+            release(alone)
         release(main)
 
 

@@ -193,6 +193,63 @@ def test_two_compilations_steps_never_overlap_a_timing(tmp_path):
     assert len(checks) == 36
 
 
+def _serial_steps(lock_dir: str, out: str, kinds: list[str], hold_s: float) -> None:
+    os.environ["NVCC_PLUS_GPU_CHECKS"] = "serial"
+    _steps(lock_dir, out, kinds, hold_s)
+
+
+def test_serial_checks_never_overlap_each_other_or_a_timing_but_sanitizers_share(tmp_path):
+    """NVCC_PLUS_GPU_CHECKS=serial: one differential check at a time on a GPU (no time-slicing
+    of several workers' contexts); compute-sanitizer runs still overlap checks, a timing still
+    overlaps nothing."""
+    lock_dir = str(tmp_path / "locks")
+    ctx = mp.get_context("spawn")
+    procs = []
+    for i in range(3):
+        kinds = ["check", "sanitize", "check", "time", "check", "sanitize"] * 3
+        p = ctx.Process(target=_serial_steps, args=(lock_dir, str(tmp_path / f"{i}.json"), kinds, 0.01))
+        p.start()
+        procs.append(p)
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    rows = [r for i in range(3) for r in json.loads((tmp_path / f"{i}.json").read_text())]
+
+    def overlaps(a, b):
+        return a is not b and a[0] < b[1] and b[0] < a[1]
+    checks = [r for r in rows if r[2] == "check"]
+    assert len(checks) == 27
+    assert [(a, b) for a in checks for b in checks if overlaps(a, b)] == []
+    for t in (r for r in rows if r[2] == "time"):
+        assert [r for r in rows if overlaps(r, t)] == []
+    sanitizers = [r for r in rows if r[2] == "sanitize"]
+    assert any(overlaps(a, b) for a in sanitizers for b in rows if b[2] != "time"), \
+        "sanitizer steps are shared; none overlapped anything in 18 tries"
+
+
+def test_a_serial_check_waits_no_longer_than_the_deadline(fake_gpu, monkeypatch):
+    monkeypatch.setenv("NVCC_PLUS_GPU_CHECKS", "serial")
+    fd = os.open(lock_path(f"{FAKE_UUID}-checks"), os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)               # another compilation is checking
+    try:
+        with devices.assign(deadline=time.time() + 0.3):
+            t0 = time.monotonic()
+            with pytest.raises(devices.GpuBusy):
+                with devices.gpu_step(FAKE_UUID, "check"):
+                    pass
+            assert 0.25 < time.monotonic() - t0 < 2.0
+            # the GPU's own lock was given back: a timing can take it
+            with devices.gpu_step(FAKE_UUID, "time"):
+                pass
+    finally:
+        os.close(fd)
+    monkeypatch.setenv("NVCC_PLUS_GPU_CHECKS", "sometimes")
+    from superopt.config.settings import SettingError
+    with pytest.raises(SettingError, match="NVCC_PLUS_GPU_CHECKS"):
+        with devices.gpu_step(FAKE_UUID, "check"):
+            pass
+
+
 def _hammer_checks(lock_dir: str, stop_file: str) -> None:
     os.environ["NVCC_PLUS_LOCK_DIR"] = lock_dir
     while not os.path.exists(stop_file):
