@@ -43,6 +43,7 @@ from collections import Counter
 from pathlib import Path
 
 from bench.programs import run as programs
+from bench.economy.timeline import read_steps, timeline
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -108,7 +109,15 @@ def plus_env(base: dict, work: Path, mode: str, args, nvcc: str) -> dict:
             shutil.rmtree(d)
         d.mkdir(parents=True)
         env[var] = str(d)
+    steps = step_log(work, mode)
+    steps.unlink(missing_ok=True)
+    env["SUPEROPT_GPU_STEP_LOG"] = str(steps)
     return env
+
+
+def step_log(work: Path, mode: str) -> Path:
+    """Where a mode's builds log their GPU steps (bench.economy.timeline)."""
+    return work / f"gpu-steps-{mode}.jsonl"
 
 
 # ---------------------------------------------------------------- what the records say
@@ -248,14 +257,14 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--before-from", type=Path, help="an earlier results file whose 'before' mode (the code "
                     "before issue 23, measured on the same GPU) gives throughput_ratio without building it again")
-    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+    ap.add_argument("--set", action="append", default=[], metavar="SETTING=VALUE",
                     help="an nvcc-plus setting for the builds (repeatable; recorded in the results as 'settings')")
     args = ap.parse_args(argv)
     extra = {}
     for item in args.set:
         name, eq, value = item.partition("=")
         if not eq or not name.startswith(("NVCC_PLUS_", "SUPEROPT_")):
-            ap.error(f"--set {item!r}: expected NVCC_PLUS_NAME=VALUE or SUPEROPT_NAME=VALUE")
+            ap.error(f"--set {item!r}: expected a setting's name (NVCC_PLUS_... or SUPEROPT_...), '=', a value")
         extra[name] = value
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = sorted(set(modes) - set(MODES))
@@ -286,7 +295,7 @@ def main(argv=None) -> int:
 
     def save():
         """Rewritten after every stage: a run cut short keeps what it measured."""
-        result["builds"] = {m: {k: v for k, v in b.items() if k != "binaries"} for m, b in builds.items()}
+        result["builds"] = {m: {k: v for k, v in b.items() if k not in ("binaries", "span")} for m, b in builds.items()}
         out.write_text(json.dumps(result, indent=1) + "\n")
 
     if "nvcc" in modes or "tune" in modes:
@@ -311,17 +320,21 @@ def main(argv=None) -> int:
         tree = prepare(work, mode)
         code = args.old_tree.resolve() if mode == "before" else ROOT
         env = plus_env(base, work, mode, args, nvcc)
+        began = time.time()
         builds[mode] = build(tree, wrapper(work, code, mode), env, args.jobs, args.build_timeout,
                              caps if mode == "tune" else None)
+        builds[mode]["span"] = (began, time.time())
         log(f"{mode} build: {builds[mode]['wall_s']} s, rc {builds[mode]['rc']}")
         save()
     worth = worth_from_captures(caps) if caps.is_dir() else {}
     result["worth_searching"] = {p: sorted(n) for p, n in worth.items()}
     for mode, b in builds.items():
-        result["modes"][mode] = {"build": {k: v for k, v in b.items() if k != "binaries"}}
+        result["modes"][mode] = {"build": {k: v for k, v in b.items() if k not in ("binaries", "span")}}
         if mode != "nvcc":
             recs = kernel_records(work / "records" / mode)
             result["modes"][mode].update(summarize_mode(mode, recs, worth, b["wall_s"]))
+            span = b.get("span") or (None, None)
+            result["modes"][mode]["gpu_timeline"] = timeline(read_steps(step_log(work, mode)), *span)
     save()
     run_modes = [m for m in builds if m in args.run_modes.split(",")] if args.run_modes else list(builds)
     # the programs, each mode's binary in turn

@@ -174,6 +174,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("SUPEROPT_GPU_RESIDENT_BYTES", "1073741824", "GPU worker: bytes of input buffers kept on the GPU "
             "across checks, at most (and at most 1/16 of the GPU's free memory; 0: off; "
             "superopt.judge.backends.resident)", "developer"),
+    Setting("SUPEROPT_GPU_STEP_LOG", "", "a file: one JSON line per GPU step (kind, process, when asked, "
+            "got, released; bench/economy makes a timeline of it)", "developer"),
     Setting("SUPEROPT_DRYRUN_TIME_S", "0.05", "bench/scale --dry-run: seconds a fake timing takes",
             "developer"),
     Setting("NVCC_PLUS_DEBUG", "", "1: `superopt` commands show the traceback of an internal error "

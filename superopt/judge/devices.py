@@ -351,6 +351,7 @@ def gpu_step(gpu: str, kind: str):
         return
     deadline = getattr(_local, "deadline", None)
     serial = kind == "check" and checks_mode() == "serial"
+    asked = time.time()
     alone = None
     with phase("gpu_wait"):
         turn = open_regular(lock_path(f"{gpu}-turnstile"), os.O_RDWR | os.O_CREAT)     # no symlink, no FIFO
@@ -376,6 +377,7 @@ def gpu_step(gpu: str, kind: str):
                 release(main)
                 raise
     _local.step = how
+    got = time.time()
     try:
         with phase("lease"):
             yield
@@ -384,6 +386,28 @@ def gpu_step(gpu: str, kind: str):
         if alone is not None:
             release(alone)
         release(main)
+        _log_step(gpu, kind, asked, got, time.time())
+
+
+def _log_step(gpu: str, kind: str, asked: float, got: float, released: float) -> None:
+    """One JSON line per GPU step in SUPEROPT_GPU_STEP_LOG (a developer setting: the economy
+    bench turns it into a timeline of who held and who waited for the GPU). One short
+    O_APPEND write, so concurrent compilations' lines never interleave."""
+    from superopt.config.settings import env_value
+    path = env_value("SUPEROPT_GPU_STEP_LOG")
+    if not path:
+        return
+    import json
+    line = json.dumps({"gpu": gpu, "kind": kind, "pid": os.getpid(), "thread": threading.get_ident(),
+                       "asked": round(asked, 6), "got": round(got, 6), "released": round(released, 6)})
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, (line + "\n").encode())
+        finally:
+            os.close(fd)
+    except OSError:
+        pass                          # a diagnostic: never a search's failure
 
 
 @contextmanager
