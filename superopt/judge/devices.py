@@ -344,6 +344,9 @@ def gpu_step(gpu: str, kind: str):
     the wait and the holding are recorded (superopt.judge.phases: ``gpu_wait``, ``lease``)."""
     from superopt.judge.phases import phase
     how = STEP_KINDS[kind]
+    window = getattr(_local, "window", None)
+    if window is not None and window["gpu"] != gpu:
+        window = None
     if getattr(_local, "step", None) is not None or getattr(_local, "leased_uuid", None) == gpu:
         if how == fcntl.LOCK_EX and getattr(_local, "step", None) == fcntl.LOCK_SH:
             raise RuntimeError(f"a {kind} step inside a shared GPU step would deadlock")
@@ -378,6 +381,13 @@ def gpu_step(gpu: str, kind: str):
                 raise
     _local.step = how
     got = time.time()
+    if window is not None and how == fcntl.LOCK_EX:
+        # the window's first timing: the GPU stays held alone until the window ends, and the
+        # steps inside it are no-ops (superopt.judge.devices.exclusive_window)
+        window.update(main=main, asked=asked, got=got)
+        with phase("lease"):
+            yield
+        return
     try:
         with phase("lease"):
             yield
@@ -387,6 +397,30 @@ def gpu_step(gpu: str, kind: str):
             release(alone)
         release(main)
         _log_step(gpu, kind, asked, got, time.time())
+
+
+@contextmanager
+def exclusive_window(gpu: str):
+    """Several timings of this thread in one hold of GPU ``gpu`` alone: other compilations'
+    checks drain once for the window, not once per timing. The GPU is taken at the window's
+    first ``time`` step, not on entry, so the CPU work before it (a kernel's first timing makes
+    its input set: at captured sizes a second or more) holds nothing; from then on it is held
+    until the window ends, and every step inside is a no-op. A no-op inside a step or a
+    whole-search lease. Checks before the first timing take the GPU as usual."""
+    if getattr(_local, "step", None) is not None or getattr(_local, "leased_uuid", None) == gpu \
+            or getattr(_local, "window", None) is not None:
+        yield
+        return
+    window = {"gpu": gpu, "main": None, "asked": None, "got": None}
+    _local.window = window
+    try:
+        yield
+    finally:
+        _local.window = None
+        if window["main"] is not None:
+            _local.step = None
+            release(window["main"])
+            _log_step(gpu, "time", window["asked"], window["got"], time.time())
 
 
 def _log_step(gpu: str, kind: str, asked: float, got: float, released: float) -> None:

@@ -196,9 +196,9 @@ class BackendJudge(Judge):
 
     @contextmanager
     def timing_window(self):
-        """Hold the GPU alone for several timings (superopt.judge.devices.gpu_step: the timings'
-        own steps inside it are no-ops): other compilations' checks drain once for the window,
-        not once per timing. Checks of this thread inside it run too (its own steps)."""
+        """Hold the GPU alone for several timings (superopt.judge.devices.exclusive_window: taken
+        at the first timing, not before; the steps after it are no-ops): other compilations'
+        checks drain once for the window, not once per timing."""
         if self.backend != "gpu":
             yield
             return
@@ -214,7 +214,7 @@ class BackendJudge(Judge):
             if uuid is None:
                 yield                   # each timing says why it cannot run
                 return
-            with devices.gpu_step(uuid, "time"):
+            with devices.exclusive_window(uuid):
                 yield
 
     def time(self, base_ptx: str, cand_ptx: str, spec, *, fresh: bool = True):

@@ -128,7 +128,7 @@ def run_under(tool: str, ptx: str, spec, inputs, *, sanitizer: str, timeout: flo
     # copies and checks would be instrumented launches for nothing
     cmd = ["env", "SUPEROPT_GPU_RESIDENT_BYTES=0", sanitizer, "--tool", tool, "--log-file", log,
            "--print-limit", "5", sys.executable, "-m", "superopt.judge.backends._gpu_worker"]
-    be = GpuBackend(worker_cmd=cmd, startup_timeout=timeout)
+    be = GpuBackend(worker_cmd=cmd, startup_timeout=timeout, run_step="sanitize")
     try:
         ok, why = be.available()
         if not ok:

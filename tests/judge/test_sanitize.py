@@ -126,3 +126,26 @@ def test_a_clean_candidate_spares_nvcc_codes_run(fake_sanitizer, monkeypatch):
     r = sanitize_pair(BASE, fake_ptx("baseline") + "\n// plant: memcheck\n", SPEC, sanitizer=fake_sanitizer,
                       timeout=30)
     assert r.rejected and ran == [("memcheck", "candidate"), ("memcheck", "baseline")]
+
+
+def test_sanitizer_runs_are_sanitize_steps_not_checks(fake_sanitizer, monkeypatch, tmp_path):
+    """A run under compute-sanitizer holds the GPU as a ``sanitize`` step: shared with checks even
+    when NVCC_PLUS_GPU_CHECKS=serial makes checks take turns (its seconds of instrumented loading
+    would stop every other compilation's checks), never with a timing."""
+    from contextlib import contextmanager
+
+    from superopt.judge import devices
+    kinds = []
+    real = devices.gpu_step
+
+    @contextmanager
+    def recording(gpu, kind):
+        kinds.append(kind)
+        with real(gpu, kind):
+            yield
+
+    monkeypatch.setenv("NVCC_PLUS_LOCK_DIR", str(tmp_path / "locks"))
+    monkeypatch.setattr(devices, "gpu_step", recording)
+    r = sanitize_pair(BASE, fake_ptx("nan_payload"), SPEC, sanitizer=fake_sanitizer, timeout=30)
+    assert r.status == "clean", r.reason
+    assert kinds and set(kinds) == {"sanitize"}

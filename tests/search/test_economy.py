@@ -628,12 +628,47 @@ def test_the_backend_judges_window_holds_the_gpu_alone(fake_gpu, monkeypatch):
     monkeypatch.setattr(base, "get_backend", lambda name, **kw: Worker())
     j = object.__new__(judge_mod.BackendJudge)
     j.backend = "gpu"
+    def others_check_blocked() -> bool:
+        fd = os.open(lock_path(FAKE_UUID), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)      # another compilation's check
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+        return False
+
     with devices.assign():
         with j.timing_window():
-            fd = os.open(lock_path(FAKE_UUID), os.O_RDWR | os.O_CREAT, 0o600)
-            try:
-                with pytest.raises(BlockingIOError):
-                    fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)      # another compilation's check
-            finally:
-                os.close(fd)
-    assert gpu_free_here()
+            # the CPU work before the first timing (its input set) holds nothing
+            assert not others_check_blocked()
+            with devices.gpu_step(FAKE_UUID, "check"):       # a check before it: shared, as usual
+                assert not others_check_blocked()
+            assert not others_check_blocked()
+            with devices.gpu_step(FAKE_UUID, "time"):
+                assert others_check_blocked()
+            assert others_check_blocked()                    # held alone between the window's timings
+            with devices.gpu_step(FAKE_UUID, "check"):       # a no-op now
+                pass
+            with devices.gpu_step(FAKE_UUID, "time"):
+                assert others_check_blocked()
+            assert others_check_blocked()
+    assert gpu_free_here() and not others_check_blocked()
+
+
+def test_a_window_is_one_logged_exclusive_step_and_gives_the_gpu_back_on_an_error(fake_gpu, tmp_path, monkeypatch):
+    from bench.economy.timeline import read_steps
+    log = tmp_path / "steps.jsonl"
+    monkeypatch.setenv("SUPEROPT_GPU_STEP_LOG", str(log))
+    with devices.assign():
+        with pytest.raises(ZeroDivisionError):
+            with devices.exclusive_window(FAKE_UUID):
+                for _ in range(3):
+                    with devices.gpu_step(FAKE_UUID, "time"):
+                        pass
+                with devices.gpu_step(FAKE_UUID, "time"):
+                    1 / 0
+        assert gpu_free_here()
+        with devices.exclusive_window(FAKE_UUID):
+            pass                                             # no timing: nothing taken, nothing logged
+    assert [r["kind"] for r in read_steps(log)] == ["time"]

@@ -188,7 +188,7 @@ class GpuBackend(Backend):
         return GPU_LARGE
 
     def __init__(self, device: int | None = None, *, worker_cmd: list[str] | None = None,
-                 startup_timeout: float = 120.0, scrub_shared: bool = True):
+                 startup_timeout: float = 120.0, scrub_shared: bool = True, run_step: str = "check"):
         from superopt.judge import devices
         # The leased GPU (superopt.judge.devices) when this thread holds one: the worker is
         # started on its ordinal and must report its UUID.
@@ -198,6 +198,10 @@ class GpuBackend(Backend):
         self.worker_cmd = worker_cmd or [sys.executable, "-m", "superopt.judge.backends._gpu_worker"]
         self.startup_timeout = startup_timeout
         self.scrub_shared = scrub_shared
+        # the GPU step kind of its runs (superopt.judge.devices.gpu_step): ``check``, or
+        # ``sanitize`` for a worker under compute-sanitizer (seconds of instrumented loading:
+        # shared with checks even when checks take turns, never with a timing)
+        self.run_step = run_step
         self._proc: subprocess.Popen | None = None
         self._stderr = None
         self._info: dict | None = None
@@ -413,7 +417,7 @@ class GpuBackend(Backend):
             msg["blobs"] = desc
             msg["out_file"] = desc["file"] + ".out"
         try:
-            rep = self._request(msg, hard, step="check")
+            rep = self._request(msg, hard, step=self.run_step)
             from superopt.judge.phases import add_worker_parts
             add_worker_parts(rep.get("spent"))
             if desc and "results" in rep:
