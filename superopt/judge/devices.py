@@ -385,8 +385,7 @@ def gpu_step(gpu: str, kind: str):
         # the window's first timing: the GPU stays held alone until the window ends, and the
         # steps inside it are no-ops (superopt.judge.devices.exclusive_window)
         window.update(main=main, asked=asked, got=got)
-        with phase("lease"):
-            yield
+        yield                         # the window adds its whole hold to the lease phase
         return
     try:
         with phase("lease"):
@@ -420,7 +419,11 @@ def exclusive_window(gpu: str):
         if window["main"] is not None:
             _local.step = None
             release(window["main"])
-            _log_step(gpu, "time", window["asked"], window["got"], time.time())
+            released = time.time()
+            _log_step(gpu, "time", window["asked"], window["got"], released)
+            from superopt.judge.phases import current as phases
+            if phases() is not None:
+                phases().add("lease", released - window["got"])
 
 
 def _log_step(gpu: str, kind: str, asked: float, got: float, released: float) -> None:

@@ -672,3 +672,20 @@ def test_a_window_is_one_logged_exclusive_step_and_gives_the_gpu_back_on_an_erro
         with devices.exclusive_window(FAKE_UUID):
             pass                                             # no timing: nothing taken, nothing logged
     assert [r["kind"] for r in read_steps(log)] == ["time"]
+
+
+def test_a_windows_whole_hold_is_lease_time(fake_gpu):
+    """The lease phase is the time the GPU was held: for a window, from its first timing to its
+    end, gaps between the timings included (GPU-busy ÷ lease must stay at most 1)."""
+    from superopt.judge.phases import recording
+    with devices.assign():
+        with recording() as ph:
+            with devices.exclusive_window(FAKE_UUID):
+                time.sleep(0.2)                      # the input set: not held, not lease
+                with devices.gpu_step(FAKE_UUID, "time"):
+                    time.sleep(0.05)
+                time.sleep(0.2)                      # between timings: held
+                with devices.gpu_step(FAKE_UUID, "time"):
+                    time.sleep(0.05)
+    lease = ph.to_dict()["lease_s"]
+    assert 0.3 <= lease < 0.45, lease
