@@ -68,6 +68,11 @@ buffer. What it does, and why:
   buffer, another block's output, shared memory with no barrier after the store), and the
   atomic judge one that plainly accesses a buffer nvcc's code only updates with atomics
   (evidence ``races``; every backend).
+* **Barriers at one instruction.** On the emulator a barrier completes wherever its threads wait;
+  a candidate whose lanes of one warp wait at different barrier instructions, or whose block
+  reaches an aligned barrier (``bar.sync``) at different instructions, where nvcc's code never
+  does, is rejected (the run's ``barrier`` event): a GPU need not merge them (an H200 gave wrong
+  rows for such a rewrite), and for aligned barriers PTX leaves it undefined.
 * **Sizes that are whole blocks.** When no planned set gives a size parameter an exact
   multiple of block.x and of 16 (an inferred spec lists its own sizes), one set does.
 * **Float atomics by their contributions.** When nvcc's kernel has float atomic adds to
@@ -937,7 +942,7 @@ def _taint_excess(cres: list, base: dict) -> str | None:
     it stores or branches on a value derived from something never written (a register, shared
     or local memory) where nvcc's code never does; None if not. Equal outputs do not clear it:
     the poison it read happened to give them, garbage on a GPU need not."""
-    if base:
+    if any(what in base for what in _TAINT_SINKS):
         return None
     for r in cres:
         for what in _TAINT_SINKS:
@@ -946,6 +951,27 @@ def _taint_excess(cres: list, base: dict) -> str | None:
                 return (f"the candidate {_TAINT_SINKS[what]} a value derived from never-written data (a register, "
                         f"shared or local memory nothing wrote; taint bit) where nvcc's code does not: "
                         f"`{e['first']}` ({e['count']} times, {e['lanes']} lanes)")
+    return None
+
+
+def _split_barrier_excess(cres: list, base: dict) -> str | None:
+    """Why the candidate must be rejected for waiting at a barrier from different instructions
+    where nvcc's code never does (the emulator's ``barrier`` event): lanes of one warp at
+    different instructions of one barrier (an H200 gave wrong results for it), or threads of one
+    block at different aligned ones (``bar.sync``: undefined in PTX). The emulator releases
+    them together, so its outputs may agree; a GPU's need not."""
+    if "barrier" in base:
+        return None
+    for r in cres:
+        e = (r.taint or {}).get("barrier")
+        if e and e.get("warp"):
+            return (f"lanes of one warp wait at different barrier instructions of the same barrier ({e['first']}; "
+                    f"{e['count']} times, {e['lanes']} threads), where nvcc's code does not: a barrier counts a "
+                    f"warp's arrival, and an H200 gave wrong results for such code")
+        if e:
+            return (f"threads of one block reach an aligned barrier at different instructions ({e['first']}; "
+                    f"{e['count']} times, {e['lanes']} threads), where nvcc's code does not: undefined in PTX "
+                    f"(bar.sync is barrier.sync.aligned: every thread of the block must execute the same one)")
     return None
 
 
@@ -1114,6 +1140,9 @@ def _judge_candidate(bl: BaselineRuns, candidate_ptx: str, be: Backend, launch_t
     taint = _taint_excess(cres, bl.taint)
     if taint:
         return done(REJECTED, taint)
+    split = _split_barrier_excess(cres, bl.taint)
+    if split:
+        return done(REJECTED, split)
     ev["candidate_seconds"] = [r.elapsed for r in cres if r.elapsed is not None]
     n_launch = len(cres)
     also = ""

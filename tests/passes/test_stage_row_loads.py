@@ -12,8 +12,9 @@ poisoned outputs; the candidate also run under other register/shared poison seed
 at a time up and down) at sizes where n is not a multiple of the unroll or the chunk, rows are
 not a multiple of the block, whole warps and part warps return before the loop, and threads
 skip the staged loop (n < 4), launched with the block the pass was given and with others. The
-project's judge accepts the rewrite and rejects broken ones (a barrier dropped, a chunk boundary
-off by one in either phase, a tile read from another thread's rows).
+project's judge rejects broken ones (a barrier dropped, a chunk boundary off by one in either
+phase, a tile read from another thread's rows), and now the rewrite itself too: lanes of one warp
+wait at different barrier instructions where rows run out (an H200 gave wrong rows there).
 
 data/stage_row_loads.ptx is nvcc 13.0 output of data/stage_row_loads.cu (regenerate:
 cd tests/passes/data && nvcc -ptx -arch=sm_90 -O3 stage_row_loads.cu -o stage_row_loads.ptx).
@@ -274,12 +275,18 @@ def _check(base, cand, spec):
 @pytest.mark.parametrize("kernel, block, rows, n", [
     ("row_matvec_f32", BLOCK, 200, 37), ("row_matvec_f64", BLOCK, 150, 45),
     ("row_matvec_f32", (64, 1, 1), 70, 70)])
-def test_judge_accepts(kernel, block, rows, n):
+def test_judge_rejects_the_rewrite_whose_warps_split_at_its_barriers(kernel, block, rows, n):
+    """The rewrite's outputs agree with nvcc's on the emulator (the tests above), yet the judge
+    rejects it: where rows run out inside a warp, lanes that left the loop wait at the drain's
+    barrier instructions while the others wait at the chunk loop's, and an H200 gave wrong rows
+    for exactly this (tests/passes/test_stage_row_loads_gpu.py). Until the pass keeps each warp
+    at one barrier instruction, the judge on the CPU says what the GPU showed."""
     _need_emulator()
     text, changes = rewrite(kernel, block)
     assert changes
     v = _check(TEXT, text, _spec(kernel, block, rows, n))
-    assert v.status == "accepted", v.summary()
+    assert v.status == "rejected", v.summary()
+    assert "lanes of one warp wait at different barrier instructions" in v.reason, v.reason
 
 
 def _mutated(kernel, edit, block=BLOCK) -> str:
@@ -409,10 +416,12 @@ def test_on_the_corpus():
     assert not result.failures, result.failures[:5]
 
 
-def test_corpus_rewrites_are_judged_equal():
+def test_corpus_rewrites_are_judged_by_their_barriers():
     """Where it fires on the corpus (a one-thread-per-row gemv and a naive dgemm whose threads of
     a warp walk different rows of A), staged for the block of the inferred launch spec, the
-    project's judge on the emulator accepts the rewrite."""
+    project's judge on the emulator finds the outputs equal and rejects the rewrite only for
+    lanes of one warp waiting at different barrier instructions (as the H200 showed wrong):
+    never for an output that differs."""
     _need_emulator()
     from superopt.judge.check import check
     from superopt.specs.inference import infer_specs
@@ -428,7 +437,9 @@ def test_corpus_rewrites_are_judged_equal():
         if not get_pass(PASS)(new.function(fn0.name), block=tuple(inferred.specs[0].block)):
             continue
         v = check(text, ptx_ir.emit(new), inferred.specs[0], backend="emulator", sets=2, seed=5)
-        assert v.status == "accepted", (fn0.name, v.summary())
+        assert v.status == "accepted" or (
+            v.status == "rejected" and "lanes of one warp wait at different barrier instructions" in v.reason), \
+            (fn0.name, v.summary())
         accepted.append(fn0.name)
     assert any("gemv_row_per_thread" in n for n in accepted), accepted
 

@@ -119,6 +119,26 @@ BLOCKSUM = {
     "blocksum_nan_output": [("st.global.f32 [%rd8], %f28;",
                              "ld.global.f32 %f30, [%rd8];\nsetp.num.f32 %p11, %f30, %f28;\n@%p11 bra $L__BB0_20;\n"
                              "st.global.f32 [%rd8], %f28;")],
+    # the first __syncthreads split in two: threads 0..127 wait at one bar.sync 0, 128..255 at
+    # another. Undefined in PTX (bar.sync is barrier.sync.aligned: the whole block must execute
+    # the same instruction); the emulator releases them together, so the outputs agree, and only
+    # its barrier event rejects it (the loop-staging rewrite whose chunk loop ended at different
+    # trip counts per thread did this, and an H200 gave wrong results)
+    "blocksum_split_barrier": [
+        ("st.shared.f32 [%r4], %f29;\nbar.sync 0;",
+         "st.shared.f32 [%r4], %f29;\nsetp.gt.s32 %p11, %r2, 127;\n@%p11 bra $L__SPLIT_HI;\nbar.sync 0;\n"
+         "bra.uni $L__SPLIT_JOIN;\n$L__SPLIT_HI:\nbar.sync 0;\n$L__SPLIT_JOIN:")],
+    # the same split with the non-aligned barrier.sync 0 (legal in divergent code on sm_70+), between
+    # whole warps (threads below 128: warps 0-3): equivalent
+    "blocksum_eq_warp_split_barrier": [
+        ("st.shared.f32 [%r4], %f29;\nbar.sync 0;",
+         "st.shared.f32 [%r4], %f29;\nsetp.gt.s32 %p11, %r2, 127;\n@%p11 bra $L__SPLIT_HI;\nbarrier.sync 0;\n"
+         "bra.uni $L__SPLIT_JOIN;\n$L__SPLIT_HI:\nbarrier.sync 0;\n$L__SPLIT_JOIN:")],
+    # ... and inside every warp (odd lanes at one barrier.sync 0, even lanes at the other)
+    "blocksum_lane_split_barrier": [
+        ("st.shared.f32 [%r4], %f29;\nbar.sync 0;",
+         "st.shared.f32 [%r4], %f29;\nand.b32 %r9, %r2, 1;\nsetp.ne.s32 %p11, %r9, 0;\n@%p11 bra $L__SPLIT_HI;\n"
+         "barrier.sync 0;\nbra.uni $L__SPLIT_JOIN;\n$L__SPLIT_HI:\nbarrier.sync 0;\n$L__SPLIT_JOIN:")],
     # the last block writes nothing
     "blocksum_partial": [("setp.ne.s32 %p10, %r2, 0;",
                           "mov.u32 %r9, %nctaid.x;\nadd.s32 %r10, %r9, -1;\nsetp.eq.s32 %p11, %r1, %r10;\n"
