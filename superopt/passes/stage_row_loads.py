@@ -7,7 +7,12 @@ through shared memory with coalesced loads.
 tests/passes/test_stage_row_loads_gpu.py (one wrong row in a block whose other threads return
 before the loop) and the staged kernels ran 3-6x slower than nvcc's (two barriers and a round
 trip of addresses through shared memory per chunk of 32 elements cost more than the coalescing
-gains). The CPU emulator accepts the same kernels.
+gains). The CPU emulator ran them bit-identical to nvcc's; since 2026-12-02 (evening) the judge
+rejects them on the CPU too: lanes of one warp wait at different barrier instructions (the drain
+path's and the chunk loop's) where rows run out inside a warp, which is what the H200 got wrong
+(superopt.judge.check, "barriers at one instruction"). A fix would keep a warp's lanes at one
+barrier instruction: drain inside the chunk loop itself (a thread with no rows left runs the
+loop's own barriers with nothing to load) instead of on a path of its own.
 
 One thread per row: at every iteration the 32 lanes of a warp load from 32 different rows, 32
 sectors for 32 useful words. This pass restructures one loop of the kernel, for the block
