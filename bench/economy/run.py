@@ -185,6 +185,14 @@ def summarize_mode(mode: str, records: list[dict], worth: dict[str, set[str]], b
     by_key = {(project_of(k["_source"]), k["kernel"]): k for k in kernels}
     worth_done = [key for key in worth_all if key in by_key and searched(by_key[key])]
     not_searched = Counter(_why(k) for k in kernels if not searched(k))
+    # a search cut short by its wait for the GPU keeps the phases of what it did (GPU work that
+    # no decision uses): apart from the searched kernels', so that totals compare across files
+    wasted: Counter = Counter()
+    for k in kernels:
+        if not searched(k):
+            for key, v in (k.get("phases") or {}).items():
+                if key.endswith("_s"):
+                    wasted[key] += v
     return {
         "mode": mode, "kernels": len(kernels), "searched": len(done),
         "worth_searching": len(worth_all), "worth_searched": len(worth_done),
@@ -196,6 +204,7 @@ def summarize_mode(mode: str, records: list[dict], worth: dict[str, set[str]], b
         "lease_s": round(lease, 3), "gpu_busy_s": round(busy, 3), "gpu_wait_s": round(wait, 3),
         "gpu_busy_fraction": round(busy / lease, 4) if lease else None,
         "phases_exact": exact, "phase_totals_s": {k: round(v, 3) for k, v in sorted(phase_totals.items())},
+        "unsearched_phase_totals_s": {k: round(v, 3) for k, v in sorted(wasted.items())},
         "build_wall_s": build_wall,
         "searched_per_minute": round(len(done) / (build_wall / 60), 3) if build_wall else None,
         "per_kernel": [kernel_row(k) for k in done],

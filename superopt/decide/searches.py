@@ -119,7 +119,10 @@ class LocalSearch:
                         kr["device"] = {"name": device.name, "uuid": device.uuid, "ordinal": device.ordinal}
             except GpuBusy:
                 run.no_free_gpu.append(job.kernel)
-                run.skip(job, "not searched: no GPU became free before the optimizer's time limit")
+                # the GPU work done before the wait that timed out is part of the build's
+                # (bench/economy adds up the records' phases)
+                run.skip(job, "not searched: no GPU became free before the optimizer's time limit",
+                         phases=phases.to_dict())
                 return True
             except NoDevice as exc:
                 run.skip(job, f"not searched: {exc}")

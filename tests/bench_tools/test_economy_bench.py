@@ -29,7 +29,8 @@ def test_searched_means_a_candidate_was_judged():
 def test_a_mode_summary_counts_worth_searching_and_gpu_busy():
     recs = [_k("k1", "/w/after/blas1/blas1.cu", fates=["winner"], status="optimized",
                phases={"lease_s": 2.0, "gpu_busy_s": 1.5, "gpu_wait_s": 0.5, "ptxas_s": 3.0}),
-            _k("k2", "/w/after/blas1/blas1.cu", reason="not searched: the optimizer's time limit (x) was reached"),
+            _k("k2", "/w/after/blas1/blas1.cu", reason="not searched: no GPU became free before the optimizer's "
+               "time limit", phases={"lease_s": 0.5, "gpu_check_s": 0.4, "gpu_check_n": 3}),
             _k("k3", "/w/after/manykernels/rows.cu", fates=["not-faster"], phases={"lease_s": 1.0, "gpu_busy_s": 0.9})]
     worth = {"blas1": {"k1", "k2"}, "manykernels": {"k3"}}
     s = eco.summarize_mode("after", recs, worth, build_wall=60.0)
@@ -38,6 +39,9 @@ def test_a_mode_summary_counts_worth_searching_and_gpu_busy():
     assert s["gpu_busy_fraction"] == round(2.4 / 3.0, 4) and s["phases_exact"]
     assert s["searched_per_minute"] == 2.0 and s["phase_totals_s"]["ptxas_s"] == 3.0
     assert list(s["not_searched_reasons"]) == ["not searched"]
+    # the cut-short search's GPU work is counted apart, not in the searched kernels' totals
+    assert s["unsearched_phase_totals_s"] == {"lease_s": 0.5, "gpu_check_s": 0.4}
+    assert s["lease_s"] == 3.0
     rows = {r["kernel"]: r for r in s["per_kernel"]}
     assert len(rows) == 2 and all(r["candidates"] == sum(r["fates"].values()) for r in rows.values())
     assert all("lease_s" in r["phases"] for r in rows.values())

@@ -323,6 +323,29 @@ def test_every_searched_kernel_records_its_phases(fake_gpu, tmp_path, monkeypatc
     validate(res.records)
 
 
+def test_a_kernel_whose_gpu_wait_timed_out_keeps_the_phases_of_what_it_did(fake_gpu, tmp_path, monkeypatch):
+    """"not searched: no GPU became free" comes after checks that held the GPU: the record keeps
+    their phases, so that a build's records add up to the GPU's timeline."""
+    from superopt.config.resolved import Settings
+    from superopt.optimize import optimize_module
+    from tests.search.test_search import DATA
+
+    class BusyLater(FakeGpuJudge):
+        def verify(self, base, cand, spec, **kw):
+            if self.steps >= 2:
+                raise devices.GpuBusy("the GPU stayed busy until the time limit")
+            return super().verify(base, cand, spec, **kw)
+
+    monkeypatch.setenv("NVCC_PLUS_CACHE_DIR", str(tmp_path / "cache"))
+    res = optimize_module(DATA.read_text(), settings=Settings({"passes": OPTS.passes, "sanitize": "off"}),
+                          kernels=[KERNEL], judge=BusyLater(), spec_for=lambda m, k: ([{"x": 1}], "test"))
+    (kr,) = res.records["kernels"]
+    assert kr["reason"].startswith("not searched: no GPU became free")
+    assert kr["phases"]["gpu_check_n"] >= 1 and kr["phases"]["gpu_check_s"] > 0
+    from reports.load import validate
+    validate(res.records)
+
+
 def test_phases_refuse_an_unknown_name_and_add_up_across_threads():
     from concurrent.futures import ThreadPoolExecutor
 
