@@ -2,7 +2,7 @@
 ``make -j`` as a user's build runs, before and after, and where the searches' time went.
 
     python -m bench.economy.run [--old-tree DIR] [--jobs 8] [--budget S] [--timeout S]
-                                [--modes nvcc,before,after,tune] [--runs 1] [--out FILE]
+                                [--modes nvcc,before,after,tune,deferred] [--runs 1] [--out FILE]
 
 One scratch project holds every program of ``bench/programs`` and ``bench/economy/manykernels``
 under a top-level Makefile whose targets build each of them (``make -jJOBS`` spreads the
@@ -15,6 +15,11 @@ nvcc-plus compilation searches on the one GPU):
 * ``after``: nvcc-plus from this checkout (the GPU held per GPU step);
 * ``tune``: as ``after``, with each program's capture (``superopt capture`` of its nvcc build):
   what ``superopt tune`` builds.
+* ``deferred``: as ``tune`` with ``NVCC_PLUS_SEARCH=deferred``: the build queues its searches and
+  returns, ``superopt cache wait`` runs the queue, and a second build (``make -B``) applies the
+  decisions (docs/deferred.md). Its ``build`` is the first build (what a user waits for); the
+  queue's and the applying build's walls are beside it; its searches are the queue runner's
+  records; its binaries are the applying build's.
 
 Each nvcc-plus mode gets a fresh decision cache and its own report folder. Then every program's
 binary runs ``--runs`` times per mode (its own timer and self-check, the GPU held so no search
@@ -48,7 +53,7 @@ from bench.economy.timeline import read_steps, timeline
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 PROJECTS = [*programs.programs(), "manykernels"]
-MODES = ("nvcc", "before", "after", "tune")
+MODES = ("nvcc", "before", "after", "tune", "deferred")
 WORTH_SHARE = 0.01
 
 
@@ -85,8 +90,9 @@ def wrapper(work: Path, tree: Path, name: str) -> str:
     return str(w)
 
 
-def build(tree: Path, compiler: str, env: dict, jobs: int, timeout: float, caps: Path | None = None) -> dict:
-    cmd = ["make", f"-j{jobs}", f"NVCC={compiler}"] + ([f"CAPS={caps}"] if caps else [])
+def build(tree: Path, compiler: str, env: dict, jobs: int, timeout: float, caps: Path | None = None,
+          again: bool = False) -> dict:
+    cmd = ["make", f"-j{jobs}", f"NVCC={compiler}"] + ([f"CAPS={caps}"] if caps else []) + (["-B"] if again else [])
     r = programs.run_cmd(cmd, tree, env, timeout)
     binaries = {n: str(tree / n / n) for n in PROJECTS if (tree / n / n).is_file()}
     out = {"wall_s": round(r["seconds"], 2), "rc": r["rc"], "timed_out": r["timed_out"], "binaries": binaries,
@@ -118,6 +124,42 @@ def plus_env(base: dict, work: Path, mode: str, args, nvcc: str) -> dict:
 def step_log(work: Path, mode: str) -> Path:
     """Where a mode's builds log their GPU steps (bench.economy.timeline)."""
     return work / f"gpu-steps-{mode}.jsonl"
+
+
+# a build's working facts, not written to the results
+HIDDEN = ("binaries", "span", "records_dir")
+
+
+def deferred_builds(work: Path, caps: Path, base: dict, args, nvcc: str, superopt: str) -> dict:
+    """The ``deferred`` mode: queue, wait, apply. Returns the first build's dict with the queue's
+    and the applying build's figures, the applying build's binaries, and ``records_dir``: the
+    queue runner's records (moved aside before the applying build writes its own)."""
+    tree = prepare(work, "deferred")
+    env = plus_env(base, work, "deferred", args, nvcc)
+    env["NVCC_PLUS_SEARCH"] = "deferred"
+    compiler = wrapper(work, ROOT, "deferred")
+    began = time.time()
+    first = build(tree, compiler, env, args.jobs, args.build_timeout, caps)
+    t0 = time.monotonic()
+    waited = programs.run_cmd([superopt, "cache", "wait", "--timeout", str(args.build_timeout)], tree, env,
+                              args.build_timeout + 60)
+    queue_s = round(time.monotonic() - t0, 2)
+    span = (began, time.time())
+    records = work / "records" / "deferred"
+    searches = work / "records" / "deferred-searches"
+    if searches.exists():
+        shutil.rmtree(searches)
+    shutil.move(str(records), str(searches))
+    records.mkdir()
+    second = build(tree, compiler, env, args.jobs, args.build_timeout, caps, again=True)
+    out = dict(first)
+    out.update(binaries=second["binaries"], span=span, records_dir=searches, queue_wall_s=queue_s,
+               queue_rc=waited["rc"], apply_build_wall_s=second["wall_s"], apply_build_rc=second["rc"],
+               apply_nvcc_plus_lines=second["nvcc_plus_lines"],
+               total_wall_s=round(first["wall_s"] + queue_s + second["wall_s"], 2))
+    if waited["rc"] != 0:
+        out["queue_tail"] = programs.tail(waited["stdout"] + "\n" + waited["stderr"], 2000)
+    return out
 
 
 # ---------------------------------------------------------------- what the records say
@@ -304,15 +346,15 @@ def main(argv=None) -> int:
 
     def save():
         """Rewritten after every stage: a run cut short keeps what it measured."""
-        result["builds"] = {m: {k: v for k, v in b.items() if k not in ("binaries", "span")} for m, b in builds.items()}
+        result["builds"] = {m: {k: v for k, v in b.items() if k not in HIDDEN} for m, b in builds.items()}
         out.write_text(json.dumps(result, indent=1) + "\n")
 
-    if "nvcc" in modes or "tune" in modes:
+    if "nvcc" in modes or "tune" in modes or "deferred" in modes:
         tree = prepare(work, "nvcc")
         builds["nvcc"] = build(tree, nvcc, base, args.jobs, args.build_timeout)
         log(f"nvcc build: {builds['nvcc']['wall_s']} s, rc {builds['nvcc']['rc']}")
         save()
-    if "tune" in modes:
+    if "tune" in modes or "deferred" in modes:
         caps.mkdir(exist_ok=True)
         t0 = time.monotonic()
         for name, binary in builds["nvcc"]["binaries"].items():
@@ -335,13 +377,18 @@ def main(argv=None) -> int:
         builds[mode]["span"] = (began, time.time())
         log(f"{mode} build: {builds[mode]['wall_s']} s, rc {builds[mode]['rc']}")
         save()
+    if "deferred" in modes:
+        builds["deferred"] = deferred_builds(work, caps, base, args, nvcc, superopt)
+        d = builds["deferred"]
+        log(f"deferred: build {d['wall_s']} s, queue {d['queue_wall_s']} s, applying build {d['apply_build_wall_s']} s")
+        save()
     worth = worth_from_captures(caps) if caps.is_dir() else {}
     result["worth_searching"] = {p: sorted(n) for p, n in worth.items()}
     for mode, b in builds.items():
-        result["modes"][mode] = {"build": {k: v for k, v in b.items() if k not in ("binaries", "span")}}
+        result["modes"][mode] = {"build": {k: v for k, v in b.items() if k not in HIDDEN}}
         if mode != "nvcc":
-            recs = kernel_records(work / "records" / mode)
-            result["modes"][mode].update(summarize_mode(mode, recs, worth, b["wall_s"]))
+            recs = kernel_records(b.get("records_dir") or work / "records" / mode)
+            result["modes"][mode].update(summarize_mode(mode, recs, worth, b.get("total_wall_s") or b["wall_s"]))
             span = b.get("span") or (None, None)
             result["modes"][mode]["gpu_timeline"] = timeline(read_steps(step_log(work, mode)), *span)
     save()
@@ -409,6 +456,10 @@ def finish(result: dict) -> dict:
     result["searched_fraction"] = round(done / worth, 4) if worth else None
     nv, tune = (get("nvcc", "build") or {}).get("wall_s"), (get("tune", "build") or {}).get("wall_s")
     result["tune_build_ratio"] = round(tune / nv, 3) if nv and tune else None
+    dfr = get("deferred", "build") or {}
+    # what a deferred build waits for, and the whole queue-wait-apply cycle, against plain nvcc
+    result["deferred_build_ratio"] = round(dfr["wall_s"] / nv, 3) if nv and dfr.get("wall_s") else None
+    result["deferred_total_ratio"] = round(dfr["total_wall_s"] / nv, 3) if nv and dfr.get("total_wall_s") else None
     b, a = get("before", "searched_per_minute"), get("after", "searched_per_minute")
     result["throughput_ratio"] = round(a / b, 3) if a and b else None
     checks = [r.get("check") for p in result["programs"].values() for r in p.values()

@@ -4,6 +4,9 @@ kernels worth searching, and the issue's top-level numbers."""
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
+
+import pytest
 
 from bench.economy import run as eco
 
@@ -127,3 +130,41 @@ def test_one_run_slowdowns_are_listed_apart_from_verdicts():
     eco.finish(result)
     assert result["slower"] == 1 and result["slower_entries"][0].startswith("b:after")
     assert [e.split(":")[0] for e in result["slower_unmeasured_entries"]] == ["a"]
+
+
+def test_the_deferred_mode_queues_waits_and_applies(tmp_path, monkeypatch):
+    """deferred: a first build with NVCC_PLUS_SEARCH=deferred, `superopt cache wait`, the queue
+    runner's records moved aside, then `make -B` applying the decisions; the results keep the
+    first build's wall (what a user waits for) beside the queue's and the applying build's."""
+    import types
+    calls = []
+
+    def fake_build(tree, compiler, env, jobs, timeout, caps=None, again=False):
+        calls.append(("build", env.get("NVCC_PLUS_SEARCH"), again, caps))
+        rec = Path(env["NVCC_PLUS_REPORT_DIR"])
+        (rec / ("applied.json" if again else "queued.json")).write_text("{}")
+        return {"wall_s": 9.0 if again else 4.0, "rc": 0, "timed_out": False,
+                "binaries": {"blas1": f"/bin/{'second' if again else 'first'}"}, "nvcc_plus_lines": []}
+
+    def fake_run(cmd, cwd, env, timeout):
+        calls.append(("run", cmd[1:3]))
+        (Path(env["NVCC_PLUS_REPORT_DIR"]) / "searched.json").write_text("{}")      # the runner's records
+        return {"rc": 0, "stdout": "", "stderr": "", "seconds": 30.0, "timed_out": False}
+
+    monkeypatch.setattr(eco, "build", fake_build)
+    monkeypatch.setattr(eco.programs, "run_cmd", fake_run)
+    args = types.SimpleNamespace(budget=5.0, timeout=120.0, jobs=8, build_timeout=300.0)
+    d = eco.deferred_builds(tmp_path, tmp_path / "caps", {}, args, "/usr/bin/nvcc", "superopt")
+    assert calls[0] == ("build", "deferred", False, tmp_path / "caps")
+    assert calls[1] == ("run", ["cache", "wait"])
+    assert calls[2] == ("build", "deferred", True, tmp_path / "caps")
+    assert sorted(p.name for p in d["records_dir"].iterdir()) == ["queued.json", "searched.json"]
+    assert [p.name for p in (tmp_path / "records" / "deferred").iterdir()] == ["applied.json"]
+    assert d["wall_s"] == 4.0 and d["apply_build_wall_s"] == 9.0 and d["binaries"] == {"blas1": "/bin/second"}
+    assert d["total_wall_s"] == pytest.approx(4.0 + d["queue_wall_s"] + 9.0)
+    result = {"modes": {"nvcc": {"build": {"wall_s": 2.0}},
+                        "deferred": {"build": {k: v for k, v in d.items() if k not in eco.HIDDEN}}},
+              "programs": {}}
+    eco.finish(result)
+    assert result["deferred_build_ratio"] == 2.0
+    assert result["deferred_total_ratio"] == pytest.approx((13.0 + d["queue_wall_s"]) / 2.0, abs=1e-3)
