@@ -178,6 +178,14 @@ def kernel_records(folder: Path) -> list[dict]:
     return out
 
 
+def searches_of_queue(records: list[dict]) -> list[dict]:
+    """The deferred mode's records: a kernel's queue runner record replaces the record of the
+    build that queued it (``queued``; the runner writes into the same folder, while the build
+    is still running or after it, under a name of its own or the same)."""
+    searched_keys = {(k["_source"], k["kernel"]) for k in records if not k.get("queued")}
+    return [k for k in records if not (k.get("queued") and (k["_source"], k["kernel"]) in searched_keys)]
+
+
 def project_of(source: str) -> str | None:
     parts = Path(source).parts
     return next((p for p in parts if p in PROJECTS), None)
@@ -388,6 +396,8 @@ def main(argv=None) -> int:
         result["modes"][mode] = {"build": {k: v for k, v in b.items() if k not in HIDDEN}}
         if mode != "nvcc":
             recs = kernel_records(b.get("records_dir") or work / "records" / mode)
+            if mode == "deferred":
+                recs = searches_of_queue(recs)
             result["modes"][mode].update(summarize_mode(mode, recs, worth, b.get("total_wall_s") or b["wall_s"]))
             span = b.get("span") or (None, None)
             result["modes"][mode]["gpu_timeline"] = timeline(read_steps(step_log(work, mode)), *span)

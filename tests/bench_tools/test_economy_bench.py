@@ -168,3 +168,11 @@ def test_the_deferred_mode_queues_waits_and_applies(tmp_path, monkeypatch):
     eco.finish(result)
     assert result["deferred_build_ratio"] == 2.0
     assert result["deferred_total_ratio"] == pytest.approx((13.0 + d["queue_wall_s"]) / 2.0, abs=1e-3)
+
+
+def test_a_deferred_kernels_search_replaces_the_record_that_queued_it():
+    queued = {**_k("k1", "/w/d/blas1/blas1.cu"), "queued": "entry-1"}
+    searched = _k("k1", "/w/d/blas1/blas1.cu", fates=["not-faster"])
+    still_queued = {**_k("k2", "/w/d/blas1/blas1.cu"), "queued": "entry-1"}
+    kept = eco.searches_of_queue([queued, searched, still_queued])
+    assert kept == [searched, still_queued]
