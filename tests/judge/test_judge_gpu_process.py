@@ -103,3 +103,35 @@ def test_shared_memory_blob_transport(tmp_path):
     results = [{"buffers": [(("file", 2, 3), b"f", b"b"), (None, b"f", b"b")]}, {"buffers": None}]
     _load_file_buffers(results, str(out))
     assert results[0]["buffers"][0][0].tobytes() == b"cde" and results[0]["buffers"][1][0] is None
+
+
+def test_a_kernels_timings_send_one_input_set_written_once(monkeypatch):
+    """The candidates of one kernel are timed on one input set: its wire form is written to
+    shared memory once and named by every timing request (not packed again inside a window that
+    holds the GPU alone); another set replaces it, and close() and exit remove the file."""
+    import os
+
+    import superopt.judge.backends.gpu as gpu_mod
+    b = GpuBackend(worker_cmd=[sys.executable, str(HERE / "judge_fake_worker.py"), "echo"])
+    sent = []
+    monkeypatch.setattr(b, "_request", lambda msg, timeout, step=None: sent.append(msg) or {"a_ms": [1.0], "b_ms": [1.0]})
+    monkeypatch.setattr(b, "_cubin", lambda ptx: None)
+    packs = []
+    real_pack = gpu_mod.pack_sets
+    monkeypatch.setattr(gpu_mod, "pack_sets", lambda *a, **kw: packs.append(1) or real_pack(*a, **kw))
+    one, two = make_input_set(SPEC, seed=1), make_input_set(SPEC, seed=2)
+    for _ in range(3):
+        b.time_pair(PTX, PTX, SPEC, one)
+    files = {m["blobs"]["file"] for m in sent}
+    assert len(sent) == 3 and len(files) == 1 and len(packs) == 1
+    first = files.pop()
+    assert os.path.exists(first) and first in gpu_mod._KEPT_FILES
+    b.time_pair(PTX, PTX, SPEC, two)
+    second = sent[-1]["blobs"]["file"]
+    assert second != first and not os.path.exists(first) and os.path.exists(second)
+    b.close()
+    assert not os.path.exists(second) and second not in gpu_mod._KEPT_FILES
+    b.time_pair(PTX, PTX, SPEC, one)                 # exit removes what close() did not
+    third = sent[-1]["blobs"]["file"]
+    gpu_mod._remove_kept_files()
+    assert not os.path.exists(third) and not gpu_mod._KEPT_FILES

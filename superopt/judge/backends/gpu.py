@@ -13,6 +13,7 @@ readback, and scrubbing of the allocations before they are freed.
 """
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import subprocess
@@ -35,6 +36,17 @@ from superopt.specs.launch_spec import Buffer, Bytes, LaunchSpec, Scalar
 __all__ = ["GpuBackend", "probe_gpu", "pack_sets", "unpack_result", "GPU_LARGE"]
 
 _ROOT = str(Path(__file__).resolve().parents[3])     # the folder holding superopt/
+
+# shared-memory files of timing inputs kept across requests (GpuBackend._timing_wire): removed
+# at exit too, also when a backend is never closed (the driver's time limit ends the process)
+_KEPT_FILES: set[str] = set()
+
+
+@atexit.register
+def _remove_kept_files() -> None:
+    for path in list(_KEPT_FILES):
+        _proto.remove(path)
+    _KEPT_FILES.clear()
 
 DEFAULT_LAUNCH_TIMEOUT = 10.0     # seconds per launch
 JIT_ALLOWANCE = 60.0              # seconds on top of launch timeouts for module load etc.
@@ -202,6 +214,7 @@ class GpuBackend(Backend):
         # ``sanitize`` for a worker under compute-sanitizer (seconds of instrumented loading:
         # shared with checks even when checks take turns, never with a timing)
         self.run_step = run_step
+        self._timing_wire_kept = None       # (inputs, spec, packed set, blobs descriptor): _timing_wire
         self._proc: subprocess.Popen | None = None
         self._stderr = None
         self._info: dict | None = None
@@ -434,18 +447,36 @@ class GpuBackend(Backend):
         """Raw interleaved event timings (ms) of A and B on separate copies of ``inputs``;
         ``stop_not_faster``: the rule (superopt.judge.early_stop) by which the worker may stop
         before ``reps`` rounds, when B is clearly not faster."""
-        wire = pack_sets(spec, [inputs])
-        packed = wire["sets"][0]
-        desc = _proto.write_blobs(wire["blobs"])
+        packed, desc = self._timing_wire(spec, inputs)
         msg = {"op": "time", "ptx_a": ptx_a, "ptx_b": ptx_b, "cubin_a": self._cubin(ptx_a),
                "cubin_b": self._cubin(ptx_b), "kernel": spec.kernel, "set": packed,
                "blobs": desc, "reps": reps, "warmup": warmup, "flush_l2": flush_l2, "max_seconds": max_seconds,
                "stop_not_faster": stop_not_faster,
                "max_shared": packed["shared"] if packed["shared"] > 48 * 1024 else 0}
-        try:
-            return self._request(msg, JIT_ALLOWANCE + 3 * max_seconds + 30, step="time")
-        finally:
-            _proto.remove(desc["file"])
+        return self._request(msg, JIT_ALLOWANCE + 3 * max_seconds + 30, step="time")
+
+    def _timing_wire(self, spec: LaunchSpec, inputs: InputSet) -> tuple[dict, dict]:
+        """(packed set, blobs descriptor) of a timing's inputs. A search times all its candidates
+        of a kernel on one input set (superopt.judge.judge.BackendJudge.time, ``fresh=False``),
+        several of them in one window that holds the GPU alone: the set is packed and written to
+        shared memory once, not once per timing inside the window (at captured sizes hundreds of
+        MB). One set is kept at a time; its file goes when another set comes, at close, and at
+        exit (the worker only reads it)."""
+        kept = getattr(self, "_timing_wire_kept", None)
+        if kept is not None and kept[0] is inputs and kept[1] == spec:
+            return kept[2], kept[3]
+        self._drop_timing_wire()
+        wire = pack_sets(spec, [inputs])
+        desc = _proto.write_blobs(wire["blobs"])
+        _KEPT_FILES.add(desc["file"])
+        self._timing_wire_kept = (inputs, spec, wire["sets"][0], desc)
+        return wire["sets"][0], desc
+
+    def _drop_timing_wire(self) -> None:
+        kept, self._timing_wire_kept = getattr(self, "_timing_wire_kept", None), None
+        if kept is not None:
+            _proto.remove(kept[3]["file"])
+            _KEPT_FILES.discard(kept[3]["file"])
 
     def peak_bandwidth(self) -> dict:
         """Device-to-device copy bandwidth, bytes read + written per second: measured once per GPU
@@ -464,6 +495,7 @@ class GpuBackend(Backend):
 
     def close(self, wait: float = 5.0) -> None:
         """Ask the worker to exit, wait up to ``wait`` seconds, then kill it."""
+        self._drop_timing_wire()
         with self._lock:
             if self._proc is not None and self._proc.poll() is None:
                 try:
