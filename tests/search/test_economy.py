@@ -170,19 +170,24 @@ def _steps(lock_dir: str, out: str, kinds: list[str], hold_s: float) -> None:
         json.dump(rows, f)
 
 
-def test_two_compilations_steps_never_overlap_a_timing(tmp_path):
+def _compilations(tmp_path, target, kinds: list[str], hold_s: float, n: int = 3) -> list:
+    """Run ``n`` processes doing GPU steps of ``kinds`` on the fake GPU; their (start, end, kind,
+    pid) rows."""
     lock_dir = str(tmp_path / "locks")
     ctx = mp.get_context("spawn")
     procs = []
-    for i in range(3):
-        kinds = ["check", "time", "check", "check", "time", "check"] * 3
-        p = ctx.Process(target=_steps, args=(lock_dir, str(tmp_path / f"{i}.json"), kinds, 0.004))
+    for i in range(n):
+        p = ctx.Process(target=target, args=(lock_dir, str(tmp_path / f"{i}.json"), kinds, hold_s))
         p.start()
         procs.append(p)
     for p in procs:
         p.join(60)
         assert p.exitcode == 0
-    rows = [r for i in range(3) for r in json.loads((tmp_path / f"{i}.json").read_text())]
+    return [r for i in range(n) for r in json.loads((tmp_path / f"{i}.json").read_text())]
+
+
+def test_two_compilations_steps_never_overlap_a_timing(tmp_path):
+    rows = _compilations(tmp_path, _steps, ["check", "time", "check", "check", "time", "check"] * 3, 0.004)
     timings = [r for r in rows if r[2] == "time"]
     assert len(timings) == 18
     for t in timings:
@@ -202,18 +207,8 @@ def test_serial_checks_never_overlap_each_other_or_a_timing_but_sanitizers_share
     """NVCC_PLUS_GPU_CHECKS=serial: one differential check at a time on a GPU (no time-slicing
     of several workers' contexts); compute-sanitizer runs still overlap checks, a timing still
     overlaps nothing."""
-    lock_dir = str(tmp_path / "locks")
-    ctx = mp.get_context("spawn")
-    procs = []
-    for i in range(3):
-        kinds = ["check", "sanitize", "check", "time", "check", "sanitize"] * 3
-        p = ctx.Process(target=_serial_steps, args=(lock_dir, str(tmp_path / f"{i}.json"), kinds, 0.01))
-        p.start()
-        procs.append(p)
-    for p in procs:
-        p.join(60)
-        assert p.exitcode == 0
-    rows = [r for i in range(3) for r in json.loads((tmp_path / f"{i}.json").read_text())]
+    rows = _compilations(tmp_path, _serial_steps, ["check", "sanitize", "check", "time", "check", "sanitize"] * 3,
+                         0.01)
 
     def overlaps(a, b):
         return a is not b and a[0] < b[1] and b[0] < a[1]
