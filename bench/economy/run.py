@@ -263,7 +263,7 @@ def summarize_mode(mode: str, records: list[dict], worth: dict[str, set[str]], b
 
 PER_KERNEL_PHASES = ("lease_s", "gpu_check_s", "gpu_check_n", "gpu_time_s", "gpu_time_n", "gpu_worker_s",
                      "gpu_fill_s", "gpu_readback_s", "gpu_launch_s", "gpu_keep_s", "sanitize_s", "gpu_wait_s",
-                     "check_s", "timing_s")
+                     "check_s", "timing_s", "gpu_time_fill_s", "gpu_time_runs_s", "window_host_s")
 
 
 def kernel_row(k: dict) -> dict:

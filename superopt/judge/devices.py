@@ -410,7 +410,9 @@ def exclusive_window(gpu: str):
             or getattr(_local, "window", None) is not None:
         yield
         return
+    from superopt.judge.phases import current as phases
     window = {"gpu": gpu, "main": None, "asked": None, "got": None}
+    timed_before = phases().get("gpu_time") if phases() is not None else 0.0
     _local.window = window
     try:
         yield
@@ -421,9 +423,11 @@ def exclusive_window(gpu: str):
             release(window["main"])
             released = time.time()
             _log_step(gpu, "time", window["asked"], window["got"], released)
-            from superopt.judge.phases import current as phases
             if phases() is not None:
-                phases().add("lease", released - window["got"])
+                held = released - window["got"]
+                phases().add("lease", held)
+                # every timing request of the window ran after its first took the GPU
+                phases().add("window_host", max(0.0, held - (phases().get("gpu_time") - timed_before)))
 
 
 def _log_step(gpu: str, kind: str, asked: float, got: float, released: float) -> None:

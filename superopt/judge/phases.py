@@ -45,11 +45,23 @@ PHASES = {
                 "(superopt.judge.backends.resident)",
     "gpu_reply": "GPU worker: writing the changed buffers for the reply",
     "gpu_worker": "GPU worker: its whole run requests (the rest of gpu_check is the requests' and replies' transport)",
+    # inside gpu_time: the worker's parts of its timing requests
+    "gpu_time_keep": "GPU worker, timing: reading the set's blobs, keeping inputs on the GPU and checking the kept copies",
+    "gpu_time_load": "GPU worker, timing: loading both modules",
+    "gpu_time_fill": "GPU worker, timing: allocating and filling the two copies of the input set",
+    "gpu_time_runs": "GPU worker, timing: warm-up and timed rounds (L2 flushes included)",
+    "gpu_time_free": "GPU worker, timing: freeing the copies, unloading the modules",
+    "gpu_time_worker": "GPU worker, timing: its whole timing requests",
+    "window_host": "a timing window's hold of the GPU alone outside its timing requests (the host's work between "
+                   "them: every other compilation waits meanwhile)",
 }
 #: the worker's parts of gpu_check: its reply's ``spent`` key -> phase
 WORKER_PARTS = {"load": "gpu_load", "jit": "gpu_jit", "fill": "gpu_fill", "launch": "gpu_launch", "readback": "gpu_readback",
                 "free": "gpu_free", "keep": "gpu_keep",
                 "reply": "gpu_reply", "total": "gpu_worker"}
+#: the worker's parts of gpu_time: its timing reply's ``spent`` key -> phase
+TIMING_PARTS = {"keep": "gpu_time_keep", "load": "gpu_time_load", "fill": "gpu_time_fill", "runs": "gpu_time_runs",
+                "free": "gpu_time_free", "total": "gpu_time_worker"}
 GPU_BUSY = ("gpu_check", "gpu_time")
 
 _CURRENT: contextvars.ContextVar["Phases | None"] = contextvars.ContextVar("superopt_phases", default=None)
@@ -129,6 +141,13 @@ def add_worker_parts(spent: dict | None) -> None:
     for part, seconds in (spent or {}).items():
         if part in WORKER_PARTS:
             add(WORKER_PARTS[part], seconds)
+
+
+def add_timing_parts(spent: dict | None) -> None:
+    """A GPU worker timing reply's ``spent`` as phases."""
+    for part, seconds in (spent or {}).items():
+        if part in TIMING_PARTS:
+            add(TIMING_PARTS[part], seconds)
 
 
 def measured(name: str):

@@ -40,6 +40,17 @@ while True:
     if req.get("op") == "log":
         _proto.send(1, {"log": log})
         continue
+    if req.get("op") == "time":
+        # the real worker's choice of what a timing fills from kept copies; the reply says
+        # which bytes each buffer of the set would get
+        blobs, dev = w._timing_blobs(req)
+        log.append({"op": "time", "resident": req.get("resident"), "from_device": sorted(dev), "kept": len(w.store)})
+        seen = [bytes(device[dev[it[1]]]) if it[1] in dev else np.asarray(blobs[it[1]]).tobytes()
+                for it in req["set"]["params"] if it[0] in ("b", "e", "u")]
+        _proto.send(1, {"a_ms": [1.0] * 30, "b_ms": [1.0] * 30, "seen": [x.hex() for x in seen]})
+        if mode == "forget":
+            w.store.clear()
+        continue
     blobs = _proto.read_blobs(req["blobs"])
     sent = [int(b.nbytes) for b in blobs]
     blobs, dev, missing = w._resident_blobs(req, blobs)

@@ -100,6 +100,26 @@ _IN_PROCESS = textwrap.dedent('''
     # a kept copy that changes under a request fails its runs and ends the worker
     spec = load_spec(sys.argv[1]).resolved({"n": 300_001})
     ptx = open(sys.argv[2]).read()
+    # timings of one set: kept from the first, filled device to device after; a kept copy that
+    # changed under a timing makes it an error that ends the worker
+    from superopt.judge.backends import _proto
+    tw = pack_sets(spec, [make_input_set(spec, seed=4)])
+    desc = _proto.write_blobs(tw["blobs"])
+    treq = {"op": "time", "ptx_a": ptx, "ptx_b": ptx, "kernel": spec.kernel, "set": tw["sets"][0],
+            "blobs": desc, "reps": 30, "warmup": 2, "flush_l2": True, "max_seconds": 5.0}
+    ttable = ParentTable(w.store.limit)
+    timings = []
+    for _ in range(2):
+        use, keep = ttable.plan(tw["sources"], set(range(len(tw["blobs"]))))
+        timings.append(w.op_time(dict(treq, resident={"use": use, "keep": keep})))
+    out["timing_kept"] = [(len(r["a_ms"]), sorted(r["spent"]), min(r["a_ms"] + r["b_ms"]) > 0) for r in timings]
+    out["timing_plain"] = len(w.op_time(treq)["b_ms"])
+    use, keep = ttable.plan(tw["sources"], set(range(len(tw["blobs"]))))
+    d, n = w.store.get(next(iter(use.values())))
+    cu.cuMemsetD8(d, 0x5A, 16)
+    bad = w.op_time(dict(treq, resident={"use": use, "keep": keep}))
+    out["timing_bad"] = [bad.get("error", ""), bad.get("fatal")]
+    _proto.remove(desc["file"])
     s = make_input_set(spec, seed=3)
     wire = pack_sets(spec, [s])
     table = ParentTable(w.store.limit)
@@ -135,5 +155,9 @@ def test_worker_compares_and_checks_kept_copies_on_the_device():
         assert same[0] is True and not any(same[1:]), same       # equal, then every flipped byte seen
     assert all(got["checksum"])
     assert got["first"] == ["ok"] and {"keep", "fill", "launch", "readback", "free"} <= set(got["spent"])
+    for n, spent, positive in got["timing_kept"]:
+        assert n == 30 and positive and {"keep", "load", "fill", "runs", "free", "total"} <= set(spent)
+    assert got["timing_plain"] == 30
+    assert "outside the kernel's buffers" in got["timing_bad"][0] and got["timing_bad"][1] is True
     assert got["second"] == ["crash"] and got["second_fatal"] is True
     assert "outside the kernel's buffers" in got["second_error"]

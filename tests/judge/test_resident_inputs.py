@@ -177,3 +177,42 @@ def test_inputs_sent_once_and_the_runs_see_them(mode):
         # the worker forgot: it said so, nothing ran, and the parent sent the inputs again
         assert len(log) == 3 and sorted(log[1]["missing"]) == sorted(log[0]["resident"]["keep"].values())
         assert len([n for n in log[2]["sent"] if n >= MIN_BYTES]) == 3
+
+
+@pytest.mark.parametrize("mode", ["keep", "forget"])
+def test_a_kernels_timings_send_its_set_once(mode):
+    """Timings of one input set that the caller reuses (a search's candidates of a kernel) keep
+    its big buffers, outputs' poison included, from the first timing on and fill both copies
+    from them; a worker that lost them keeps them again from the set's file (no resend round
+    trip); a one-off timing keeps nothing. Every timing's buffers hold the set's bytes."""
+    b = _backend(mode)
+    try:
+        s = make_input_set(SPEC, seed=5)
+        reps = [b.time_pair(PTX, PTX, SPEC, s, reps=30, keep_inputs=True) for _ in range(3)]
+        one_off = b.time_pair(PTX, PTX, SPEC, make_input_set(SPEC, seed=6), reps=30)
+        log = [e for e in b._request({"op": "log"}, 10)["log"] if e.get("op") == "time"]
+    finally:
+        b.close()
+    want = [s.data[n].tobytes().hex() for n in ("x", "y", "out")]
+    assert all(r["seen"] == want for r in reps)
+    assert [len(e["resident"]["keep"]) for e in log[:1]] == [3]           # x, y and out's poison
+    assert [e["from_device"] for e in log[:3]] == [[0, 1, 2]] * 3
+    assert all(len(e["resident"]["use"]) == 3 for e in log[1:3])           # named, not planned again
+    assert log[3]["resident"] is None and log[3]["from_device"] == []      # the one-off timing
+    assert one_off["seen"][0] != want[0]
+
+
+def test_timing_keeps_again_what_the_worker_lost():
+    """A timing's set is all in its shared-memory file: a kept input the worker lost is kept
+    again from there instead of asking the parent."""
+    from superopt.judge.backends import _proto
+    w = object.__new__(Worker)
+    dev = FakeDevice()
+    w.store = _store(dev, 4 * MB)
+    blob = np.arange(MB, dtype=np.uint8)
+    desc = _proto.write_blobs([blob])
+    try:
+        out, devmap = w._timing_blobs({"blobs": desc, "resident": {"use": {0: "lost"}, "keep": {}}})
+    finally:
+        _proto.remove(desc["file"])
+    assert "lost" in w.store and isinstance(out[0], Kept) and bytes(dev.mem[devmap[0]]) == blob.tobytes()

@@ -15,6 +15,7 @@ import multiprocessing as mp
 import os
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -707,3 +708,41 @@ def test_a_windows_whole_hold_is_lease_time(fake_gpu):
                     time.sleep(0.05)
     lease = ph.to_dict()["lease_s"]
     assert 0.3 <= lease < 0.45, lease
+
+
+def test_a_windows_host_time_between_its_timings_is_its_own_phase(fake_gpu):
+    """window_host: the window's hold outside its timing requests (the host's work between
+    them, which every other compilation waits through)."""
+    from superopt.judge.phases import phase, recording
+    with devices.assign():
+        with recording() as ph:
+            with devices.exclusive_window(FAKE_UUID):
+                time.sleep(0.1)                      # before the first timing: not held
+                for _ in range(2):
+                    with devices.gpu_step(FAKE_UUID, "time"), phase("gpu_time"):
+                        time.sleep(0.1)
+                    time.sleep(0.15)                 # the host between timings (and after the last)
+    d = ph.to_dict()
+    assert 0.27 <= d["window_host_s"] < 0.4, d
+    assert abs(d["lease_s"] - d["window_host_s"] - d["gpu_time_s"]) < 0.02, d
+
+
+def test_the_bytes_a_timing_counts_are_read_off_the_baseline_once(monkeypatch):
+    """buffers_read parses the baseline once per kernel, not at every timing (inside a window
+    holding the GPU alone a parse keeps every other compilation waiting)."""
+    import ptx_ir
+    from superopt.judge import timing
+    from superopt.specs.launch_spec import LaunchSpec
+    ptx = (Path(__file__).parents[1] / "judge" / "kernels" / "ptx" / "baseline.ptx").read_text()
+    kernel = ptx_ir.parse(ptx).kernels[0]
+    spec = LaunchSpec.from_dict({"kernel": kernel.name, "grid": [1, 1, 1], "block": [32, 1, 1], "params": [
+        {"name": f"p{i}", "kind": "buffer", "type": "f32", "length": 64, "direction": "inout"}
+        for i in range(len(kernel.params))]})
+    parses = []
+    real = ptx_ir.parse
+    monkeypatch.setattr(ptx_ir, "parse", lambda *a, **kw: parses.append(1) or real(*a, **kw))
+    timing._buffers_read.cache_clear()
+    first = timing.buffers_read(ptx, spec)
+    first.add("not a buffer")                        # the caller's copy: the cache stays as it was
+    assert timing.buffers_read(ptx, spec) == first - {"not a buffer"} and first - {"not a buffer"}
+    assert len(parses) == 1

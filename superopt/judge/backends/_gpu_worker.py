@@ -777,9 +777,41 @@ class Worker:
         return {"results": results, "log": log, "fatal": fatal}
 
     def op_time(self, req: dict) -> dict:
+        """Interleaved event timings of A and B on separate copies of one input set. The reply's
+        ``spent`` says where the worker's time went (seconds: keep, load, fill, runs, free). A
+        request with a ``resident`` plan (superopt.judge.backends.resident) fills both copies of
+        a kept input device to device: a search times all its candidates of a kernel on one
+        input set, which then crosses the bus once, not twice per timing."""
+        self.spent = {}
+        t0 = time.perf_counter()
+        rep = self._op_time(req)
+        self.spent["total"] = time.perf_counter() - t0
+        rep["spent"] = {k: round(v, 6) for k, v in self.spent.items()}
+        return rep
+
+    def _timing_blobs(self, req: dict) -> tuple[list, dict]:
+        """The timing's blobs and {blob index: kept device copy}. Every blob of a timing is in
+        its shared-memory file, so a kept input the worker no longer holds is kept again from
+        there (no round trip for a resend, unlike a run request)."""
+        blobs = _proto.read_blobs(req["blobs"])
+        plan = req.get("resident") or {}
+        if not plan:
+            return blobs, {}
+        use = dict(plan.get("use") or {})
+        keep = dict(plan.get("keep") or {})
+        for i, key in list(use.items()):
+            if key not in self.store:
+                keep[i] = use.pop(i)
+        blobs, dev, _ = self._resident_blobs({"resident": {"use": use, "keep": keep}}, blobs)
+        return blobs, dev
+
+    def _op_time(self, req: dict) -> dict:
         cu = self.cu
         mods = []
         allocs_all = []
+        t = time.perf_counter()
+        blobs, dev = self._timing_blobs(req)
+        t = self._spend("keep", t)
         try:
             fns, argss = [], []
             for ptx, cubin in ((req["ptx_a"], req.get("cubin_a")), (req["ptx_b"], req.get("cubin_b"))):
@@ -790,9 +822,11 @@ class Worker:
                     self._chk(cu.cuFuncSetAttribute(fn, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                     int(req["max_shared"])), "cuFuncSetAttribute")
                 fns.append(fn)
-                args, allocs = self._alloc_set(req["set"], _proto.read_blobs(req["blobs"]))   # separate copies for A and B
+                t = self._spend("load", t)
+                args, allocs = self._alloc_set(req["set"], blobs, dev)   # separate copies for A and B
                 argss.append(args)
                 allocs_all.append(allocs)
+                t = self._spend("fill", t)
             s = req["set"]
             flush = bool(req.get("flush_l2", True))
             ev0 = self._chk(cu.cuEventCreate(0), "cuEventCreate")
@@ -828,9 +862,19 @@ class Worker:
                 if i + 1 < reps and should_stop(i + 1, times[0], times[1], rule):
                     stopped = i + 1
                     break
+            t = self._spend("runs", t)
+            if dev:
+                changed = self._kept_changed(req)
+                t = self._spend("keep", t)
+                if changed:
+                    # a launch wrote outside its buffers, onto a kept input: the worker starts
+                    # again with nothing kept, and this timing is not a result
+                    return {"error": f"memory outside the kernel's buffers changed during the timing (the "
+                                     f"worker's device copy of {len(changed)} kept input(s))", "fatal": True}
             return {"a_ms": times[0], "b_ms": times[1], "stopped_not_faster": stopped,
                     "flush_bytes": self.flush_buf[1] if (flush and self.flush_buf) else 0}
         finally:
+            t = time.perf_counter()
             for allocs in allocs_all:
                 self._free(allocs, scrub=False)
             for m in mods:
@@ -838,6 +882,7 @@ class Worker:
                     cu.cuModuleUnload(m)
                 except Exception:  # noqa: BLE001
                     pass
+            self._spend("free", t)
 
     def op_peak(self, req: dict) -> dict:
         if self.peak is None:

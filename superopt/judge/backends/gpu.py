@@ -192,6 +192,7 @@ class GpuBackend(Backend):
     """Runs kernels on an NVIDIA GPU through a persistent, restartable child process."""
     name = "gpu"
     aliasing = True
+    keeps_timing_inputs = True          # time_pair(keep_inputs=True)
     not_chosen = ("the order in which blocks run and the warp schedule (the hardware's)",
                   "register contents at launch (whatever ran before; the CPU emulator poisons them)",
                   "%smid, %warpid, %nsmid and %clock values (the hardware's)")
@@ -443,19 +444,34 @@ class GpuBackend(Backend):
 
     def time_pair(self, ptx_a: str, ptx_b: str, spec: LaunchSpec, inputs: InputSet, *, reps: int = 100,
                   warmup: int = 10, flush_l2: bool = True, max_seconds: float = 20.0,
-                  stop_not_faster: dict | None = None) -> dict:
+                  stop_not_faster: dict | None = None, keep_inputs: bool = False) -> dict:
         """Raw interleaved event timings (ms) of A and B on separate copies of ``inputs``;
         ``stop_not_faster``: the rule (superopt.judge.early_stop) by which the worker may stop
-        before ``reps`` rounds, when B is clearly not faster."""
-        packed, desc = self._timing_wire(spec, inputs)
+        before ``reps`` rounds, when B is clearly not faster. ``keep_inputs``: the caller times
+        more candidates on the same ``inputs`` (a search's kernel), so the worker keeps its big
+        buffers on the GPU (superopt.judge.backends.resident) and fills each timing's copies
+        device to device; a one-off timing (a confirmation on fresh inputs) keeps nothing, so
+        it does not push a kernel's kept check inputs out."""
+        packed, desc, wire = self._timing_wire(spec, inputs)
         msg = {"op": "time", "ptx_a": ptx_a, "ptx_b": ptx_b, "cubin_a": self._cubin(ptx_a),
                "cubin_b": self._cubin(ptx_b), "kernel": spec.kernel, "set": packed,
                "blobs": desc, "reps": reps, "warmup": warmup, "flush_l2": flush_l2, "max_seconds": max_seconds,
                "stop_not_faster": stop_not_faster,
                "max_shared": packed["shared"] if packed["shared"] > 48 * 1024 else 0}
-        return self._request(msg, JIT_ALLOWANCE + 3 * max_seconds + 30, step="time")
+        if keep_inputs:
+            with self._lock:
+                self._ensure()                   # a new worker keeps nothing: plan after it started
+                # every buffer of the timing set, outputs' poison included: the set is made once
+                # for all of a kernel's timings, and each timing's copies are filled from it
+                use, keep = self._resident.plan(wire["sources"], set(range(len(wire["blobs"]))))
+            if use or keep:
+                msg["resident"] = {"use": use, "keep": keep}
+        rep = self._request(msg, JIT_ALLOWANCE + 3 * max_seconds + 30, step="time")
+        from superopt.judge.phases import add_timing_parts
+        add_timing_parts(rep.get("spent"))
+        return rep
 
-    def _timing_wire(self, spec: LaunchSpec, inputs: InputSet) -> tuple[dict, dict]:
+    def _timing_wire(self, spec: LaunchSpec, inputs: InputSet) -> tuple[dict, dict, dict]:
         """(packed set, blobs descriptor) of a timing's inputs. A search times all its candidates
         of a kernel on one input set (superopt.judge.judge.BackendJudge.time, ``fresh=False``),
         several of them in one window that holds the GPU alone: the set is packed and written to
@@ -464,13 +480,13 @@ class GpuBackend(Backend):
         exit (the worker only reads it)."""
         kept = getattr(self, "_timing_wire_kept", None)
         if kept is not None and kept[0] is inputs and kept[1] == spec:
-            return kept[2], kept[3]
+            return kept[2], kept[3], kept[4]
         self._drop_timing_wire()
         wire = pack_sets(spec, [inputs])
         desc = _proto.write_blobs(wire["blobs"])
         _KEPT_FILES.add(desc["file"])
-        self._timing_wire_kept = (inputs, spec, wire["sets"][0], desc)
-        return wire["sets"][0], desc
+        self._timing_wire_kept = (inputs, spec, wire["sets"][0], desc, wire)
+        return wire["sets"][0], desc, wire
 
     def _drop_timing_wire(self) -> None:
         kept, self._timing_wire_kept = getattr(self, "_timing_wire_kept", None), None
