@@ -1,7 +1,8 @@
 """A GPU worker stand-in that keeps inputs as the real one does (superopt.judge.backends.resident,
 ``_gpu_worker.Worker._resident_blobs``) on a fake device (host arrays), and answers each run
 with the bytes it would have copied into every buffer: the parent's results are then the
-inputs as the worker saw them. python judge_fake_resident_worker.py MODE (keep | forget:
+inputs as the worker saw them (a buffer equal to the array the request expects it to hold is
+answered "expected", as the real worker's device compare answers it). python judge_fake_resident_worker.py MODE (keep | forget:
 the store is emptied after every request, so the parent's next "use" finds nothing)."""
 import os
 import sys
@@ -59,14 +60,21 @@ while True:
         _proto.send(1, {"resident_missing": missing, "fatal": False})
         continue
     res = []
+    expected = 0
     for s in req["sets"]:
         bufs = []
-        for it in s["params"]:
-            if it[0] in ("b", "e", "u"):
-                idx = it[1]
-                data = np.frombuffer(bytes(device[dev[idx]]), np.uint8) if idx in dev else np.asarray(blobs[idx])
+        expect = s.get("expect") or {}
+        for pos, it in enumerate(x for x in s["params"] if x[0] not in ("s", "t")):
+            idx = it[1]
+            data = np.frombuffer(bytes(device[dev[idx]]), np.uint8) if idx in dev else np.asarray(blobs[idx])
+            want = expect.get(pos)
+            if want in dev and bytes(device[dev[want]]) == data.tobytes():
+                bufs.append(("expected", it[2], it[3]))     # as the real worker answers it
+                expected += 1
+            else:
                 bufs.append((np.array(data, np.uint8), it[2], it[3]))
         res.append({"status": "ok", "error": None, "elapsed": 1e-6, "buffers": bufs})
+    log[-1]["expected"] = expected
     _proto.send(1, {"results": res, "log": "", "fatal": False})
     if mode == "forget":
         w.store.clear()

@@ -216,3 +216,53 @@ def test_timing_keeps_again_what_the_worker_lost():
     finally:
         _proto.remove(desc["file"])
     assert "lost" in w.store and isinstance(out[0], Kept) and bytes(dev.mem[devmap[0]]) == blob.tobytes()
+
+
+@pytest.mark.parametrize("mode", ["keep", "forget"])
+def test_a_buffer_equal_to_what_the_check_expects_does_not_travel_back(mode):
+    """A candidate's check expects nvcc's results: the expected arrays are kept by the worker
+    like inputs (sent once), a buffer equal to its expectation comes back as "expected" and
+    its result is the expected array itself; one that differs comes back as bytes; the results
+    are those of a check that expected nothing, bit for bit."""
+    b = _backend(mode)
+    try:
+        s = make_input_set(SPEC, seed=7)
+        # the stand-in answers every buffer with the bytes it was given: expecting x's data for
+        # "x" matches, expecting y's data for "out" does not
+        expect = [{"x": s.data["x"], "out": s.data["y"]}]
+        plain = b.run_many(PTX, SPEC, [s], timeout=1)[0]
+        got = [b.run_many(PTX, SPEC, [s], timeout=1, expect=expect)[0] for _ in range(2)]
+        log = [e for e in b._request({"op": "log"}, 10)["log"] if e.get("op") != "time"]
+    finally:
+        b.close()
+    for r in got:
+        assert r.status == "ok"
+        for name in ("x", "y", "out"):
+            assert r.outputs[name].tobytes() == plain.outputs[name].tobytes(), name
+        assert r.outputs["x"] is s.data["x"] and r.inputs_unchanged["x"] is True
+        assert r.inputs_unchanged["out"] == plain.inputs_unchanged["out"]
+    runs = [e for e in log if not e["missing"]]
+    assert [e["expected"] for e in runs] == [0, 1, 1]
+    if mode == "keep":
+        assert len(runs[2]["resident"]["keep"]) == 0          # all named: nothing big sent again
+        assert sorted(n for n in log[-1]["sent"] if n >= MIN_BYTES) == [1_200_000]     # out's poison
+
+
+def test_expectations_are_left_out_where_they_cannot_be_kept():
+    """Arrays too small to keep, of another size than their buffer, and sets past the list get
+    no expectation (their buffers travel back as before)."""
+    from superopt.judge.backends.gpu import pack_sets
+    b = GpuBackend(worker_cmd=["true"])
+    b._resident.reset(64 * MB)
+    s = make_input_set(SPEC, seed=8)
+    wire = pack_sets(SPEC, [s, s])
+    n_blobs = len(wire["blobs"])
+    other = s.data["y"].copy()
+    added = b._add_expected(wire, [s, s], [{"x": s.data["x"][:10], "y": other, "out": s.data["y"][:-1]}])
+    assert added == [{"y": other}, {}]
+    assert wire["sets"][0]["expect"] == {1: n_blobs} and "expect" not in wire["sets"][1]
+    assert wire["expected"] == {n_blobs} and wire["sources"][n_blobs] is other
+    # an array that already travels is named by its own blob, not sent twice
+    again = pack_sets(SPEC, [s])
+    b._add_expected(again, [s], [{"y": s.data["x"]}])
+    assert len(again["blobs"]) == n_blobs and again["sets"][0]["expect"] == {1: 0} and again["expected"] == {0}

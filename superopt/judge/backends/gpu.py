@@ -114,8 +114,12 @@ def pack_sets(spec: LaunchSpec, sets: list[InputSet], *, guards: bool = True) ->
     return {"blobs": blobs, "sets": out, "sources": keep, "inputs": inputs}
 
 
-def unpack_result(spec: LaunchSpec, s: InputSet, raw: dict, log: str = "") -> RunResult:
-    """RunResult from a worker reply: per buffer (data or None if unchanged, front, back)."""
+EXPECTED = "expected"        # a reply's buffer data: equal, on the device, to the array the caller expected
+
+
+def unpack_result(spec: LaunchSpec, s: InputSet, raw: dict, log: str = "", expected: dict | None = None) -> RunResult:
+    """RunResult from a worker reply: per buffer (data or None if unchanged or
+    :data:`EXPECTED` if equal to ``expected[name]``, front, back)."""
     r = RunResult(status=raw["status"], error=raw.get("error"), elapsed=raw.get("elapsed"), log=log)
     if raw.get("buffers") is None:
         return r
@@ -127,6 +131,11 @@ def unpack_result(spec: LaunchSpec, s: InputSet, raw: dict, log: str = "") -> Ru
         if data is None:
             r.outputs[p.name] = s.data[p.name]
             r.inputs_unchanged[p.name] = True
+        elif isinstance(data, str):
+            if data != EXPECTED or not expected or p.name not in expected:
+                raise ValueError(f"the GPU worker answered {data!r} for buffer {p.name!r}, which expected nothing")
+            r.outputs[p.name] = expected[p.name]
+            r.inputs_unchanged[p.name] = _same_array(expected[p.name], s.data[p.name])
         else:
             r.outputs[p.name] = np.frombuffer(data, dtype=p.elem.dtype)
             r.inputs_unchanged[p.name] = False
@@ -135,6 +144,12 @@ def unpack_result(spec: LaunchSpec, s: InputSet, raw: dict, log: str = "") -> Ru
         if not ok:
             r.guard_damage[p.name] = why
     return r
+
+
+def _same_array(a: np.ndarray, b: np.ndarray) -> bool:
+    from superopt.judge.backends._gpu_worker import _same_bytes
+    as_bytes = lambda x: np.ascontiguousarray(x).view(np.uint8).reshape(-1)  # noqa: E731
+    return a is b or _same_bytes(as_bytes(a), as_bytes(b))
 
 
 def _unpack_aliased(s: InputSet, r: RunResult, got: dict) -> RunResult:
@@ -193,6 +208,7 @@ class GpuBackend(Backend):
     name = "gpu"
     aliasing = True
     keeps_timing_inputs = True          # time_pair(keep_inputs=True)
+    compares_expected = True            # run_many(expect=...)
     not_chosen = ("the order in which blocks run and the warp schedule (the hardware's)",
                   "register contents at launch (whatever ran before; the CPU emulator poisons them)",
                   "%smid, %warpid, %nsmid and %clock values (the hardware's)")
@@ -383,12 +399,20 @@ class GpuBackend(Backend):
         return cached_cubin(ptx, (sm, sm + "a"))
 
     def run_many(self, ptx: str, spec: LaunchSpec, input_sets: list[InputSet], *,
-                 timeout: float | None = None, guards: bool = True) -> list[RunResult]:
+                 timeout: float | None = None, guards: bool = True,
+                 expect: list[dict] | None = None) -> list[RunResult]:
+        """``expect``: per set, {buffer name: the array the caller expects that buffer to hold
+        after the run} (a candidate's check expects nvcc's results): the worker keeps each
+        expected array on the GPU (superopt.judge.backends.resident) and compares the buffer
+        with it there; an equal buffer does not cross the bus, and its result is the expected
+        array itself (read-only), bit for bit what a readback would give. Any other buffer is
+        read back as before."""
         launch_timeout = float(timeout or DEFAULT_LAUNCH_TIMEOUT)
         if not guards:
             input_sets = [replace(s, guards={n: (b"", b"") for n in s.guards}) for s in input_sets]
         try:
             wire = pack_sets(spec, input_sets, guards=guards)
+            expected = self._add_expected(wire, input_sets, expect) if expect else None
         except Exception as e:  # noqa: BLE001
             return [RunResult(status="launch_error", error=f"cannot pack inputs: {e}") for _ in input_sets]
         packed = wire["sets"]
@@ -413,14 +437,48 @@ class GpuBackend(Backend):
             return [RunResult(status="crash" if rep.get("fatal") else "launch_error",
                               error=rep.get("error", "no results")) for _ in input_sets]
         log = rep.get("log", "") or ""
-        return [unpack_result(spec, s, raw, log) for s, raw in zip(input_sets, rep["results"])]
+        return [unpack_result(spec, s, raw, log, expected[j] if expected else None)
+                for j, (s, raw) in enumerate(zip(input_sets, rep["results"]))]
+
+    def _add_expected(self, wire: dict, input_sets: list[InputSet], expect: list[dict]) -> list[dict]:
+        """Add the expected arrays the worker may keep to the wire: each a blob of its own (one
+        per array object), named in its set's ``expect`` {buffer item position: blob index}.
+        Returns per set {buffer name: expected array} of those added. An array too small to
+        keep, of another size or dtype than its buffer, or in an aliased set, is not added."""
+        # an expected array that already travels (an input the run leaves as it was) is named by
+        # its blob: one array, one key in the worker's store
+        index: dict[int, int] = {id(a): i for i, a in enumerate(wire["sources"])}
+        wire.setdefault("expected", set())
+        out = []
+        for j, s in enumerate(input_sets):
+            want = expect[j] if j < len(expect) else None       # sets past the list expect nothing
+            added = {}
+            if want and s.alias is None:
+                bufs = [p for p in s.spec.params if isinstance(p, Buffer)]
+                items = {}
+                for pos, p in enumerate(bufs):
+                    arr = want.get(p.name)
+                    if not isinstance(arr, np.ndarray) or arr.nbytes != p.nbytes or arr.dtype != p.elem.dtype \
+                            or not self._resident.eligible(arr):
+                        continue
+                    if id(arr) not in index:
+                        index[id(arr)] = len(wire["blobs"])
+                        wire["blobs"].append(arr.view(np.uint8).reshape(-1))
+                        wire["sources"].append(arr)
+                    wire["expected"].add(index[id(arr)])
+                    items[pos] = index[id(arr)]
+                    added[p.name] = arr
+                if items:
+                    wire["sets"][j]["expect"] = items
+            out.append(added)
+        return out
 
     def _run_request(self, base: dict, wire: dict, hard: float) -> dict:
         """One ``run`` request: inputs the worker keeps are named, not sent (superopt.judge.backends.resident);
         big blobs travel through a shared-memory file."""
         with self._lock:
             self._ensure()                       # a new worker keeps nothing: plan after it started
-            use, keep = self._resident.plan(wire["sources"], wire["inputs"])
+            use, keep = self._resident.plan(wire["sources"], wire["inputs"] | wire.get("expected", set()))
         blobs = [np.zeros(0, np.uint8) if i in use else b for i, b in enumerate(wire["blobs"])]
         msg = dict(base, blobs=blobs)
         if use or keep:
