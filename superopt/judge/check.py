@@ -378,9 +378,13 @@ class BaselineRuns:
 
     A search judges many candidates against one baseline; the baseline's behaviour on a
     given set of inputs does not depend on the candidate, so :class:`~superopt.judge.judge.BackendJudge`
-    reuses one ``BaselineRuns`` for the candidates of a kernel (each candidate still gets
-    fresh output poisons unlike the baseline's values) and draws fresh inputs again after a
-    rejection, whose evidence reveals input values."""
+    reuses one ``BaselineRuns`` for the candidates of a kernel and draws fresh inputs again
+    after a rejection, whose evidence reveals input values. The candidates' input sets (output
+    poisons unlike the baseline's values, guard canaries) are made once per ``BaselineRuns``
+    too (:attr:`candidate_sets`): a candidate is fixed code that never sees them, so each one
+    still meets random poisons it cannot have been fitted to, exactly as it meets the reused
+    inputs; the candidate the search keeps is checked once more on fresh inputs and poisons
+    (``fresh``). At a captured size making them took longer than the GPU's runs."""
     baseline_ptx: str
     spec: LaunchSpec
     kernel: str
@@ -410,6 +414,9 @@ class BaselineRuns:
     # None; made on first use (:attr:`aliased`): a check that leaves them out never pays for them
     aliased_runs: Any = None
     layouts_pending: Any = None        # a callable making ``aliased_runs``, until it has run
+    # the candidates' input sets, made at the first candidate: (sets, launch number per set,
+    # poison kinds per set label)
+    candidate_sets: Any = None
 
     @property
     def aliased(self):
@@ -980,6 +987,30 @@ _TAINT_SINKS = {"branch": "branches on", "store": "stores on", "predicate": "is 
                 "address": "loads from an address computed from", "call": "passes to a call"}
 
 
+def _candidate_sets(bl: BaselineRuns, outs: set, rng) -> tuple[list, list, dict]:
+    """The candidates' input sets against ``bl``: twice per valid set (once for the kinds in
+    ONE_CANDIDATE_LAUNCH), the outputs starting from the poisons :data:`POISONS` rotates
+    through, fresh guards. (sets, launch number per set, {set label: poison kinds})."""
+    csets: list[InputSet] = []
+    reps: list[int] = []
+    poisons: dict[str, list[str]] = {}
+    for rep in (1, 2):
+        for i in bl.valid:
+            s = bl.sets[i]
+            once = s.kind in ONE_CANDIDATE_LAUNCH
+            if once and rep == 2:
+                continue
+            kind = "bits" if once else POISONS[(i + rep - 1) % len(POISONS)]
+            if not outs:
+                kind = "none"
+            poisons.setdefault(s.label, []).append(kind)
+            new = {n: candidate_poison(kind, bl.results[i].outputs[n], s.spec.param(n).elem, rng,
+                                       equal=_equal_under(bl.policy, s.spec.param(n).elem)) for n in outs}
+            csets.append(s.with_outputs(new, rng, f"candidate-{rep}"))
+            reps.append(rep)
+    return csets, reps, poisons
+
+
 def _judge_candidate(bl: BaselineRuns, candidate_ptx: str, be: Backend, launch_timeout, min_timeout,
                      t_start: float, reused: bool, aliasing: bool | str = True) -> Verdict:
     """The candidate half of :func:`check`, against prepared baseline runs."""
@@ -1017,30 +1048,18 @@ def _judge_candidate(bl: BaselineRuns, candidate_ptx: str, be: Backend, launch_t
     base_sets, bres, valid, unwritten = bl.sets, bl.results, bl.valid, bl.unwritten
     base_writes_input, slowest = bl.writes_input, bl.slowest
     outs = {b.name for b in spec.buffers if b.direction == "out"}
-    # candidate poisons come from a generator of their own, so reused runs get new ones
+    # candidate poisons and aliased sets come from a generator of their own (not the inputs')
     rng = make_rng(fresh_seed(), 0xCA4D)
 
     # --- candidate, twice per set, one module load
     t_phase = time.monotonic()
     cand_timeout = launch_timeout if launch_timeout else max(min_timeout, 50 * slowest)
     ev["candidate_launch_timeout_s"] = cand_timeout
-    csets: list[InputSet] = []
-    reps: list[int] = []
-    poisons: dict[str, list[str]] = {}
-    for rep in (1, 2):
-        for i in valid:
-            s = base_sets[i]
-            once = s.kind in ONE_CANDIDATE_LAUNCH
-            if once and rep == 2:
-                continue
-            kind = "bits" if once else POISONS[(i + rep - 1) % len(POISONS)]
-            if not outs:
-                kind = "none"
-            poisons.setdefault(s.label, []).append(kind)
-            new = {n: candidate_poison(kind, bres[i].outputs[n], s.spec.param(n).elem, rng,
-                                       equal=_equal_under(policy, s.spec.param(n).elem)) for n in outs}
-            csets.append(s.with_outputs(new, rng, f"candidate-{rep}"))
-            reps.append(rep)
+    if bl.candidate_sets is None:
+        bl.candidate_sets = _candidate_sets(bl, outs, rng)
+    else:
+        ev["notes"].append("candidate input sets reused with the baseline runs (output poisons, guards)")
+    csets, reps, poisons = bl.candidate_sets
     ev["candidate_poisons"] = poisons
     n_main = len(csets)
     # the aliased sets come last in the same module load: a fault there leaves the others' results
@@ -1062,6 +1081,9 @@ def _judge_candidate(bl: BaselineRuns, candidate_ptx: str, be: Backend, launch_t
             # outputs do not cross the bus (superopt.judge.backends.gpu.GpuBackend.run_many)
             extra["expect"] = [{b.name: bres[cs.index].outputs[b.name] for b in cs.spec.buffers
                                 if b.direction != "in" and b.name in bres[cs.index].outputs} for cs in csets]
+            # the candidates' sets are run again for the next candidate: their buffers (output
+            # poisons included) may stay on the GPU; the aliased sets are made per candidate
+            extra["reused"] = [True] * len(csets)
         cres = be.run_many(candidate_ptx, spec, csets + acsets, timeout=cand_timeout, **extra)
         cres, acres = cres[:n_main], cres[n_main:]
     phases["candidate_runs"] = round(time.monotonic() - t_phase, 4)

@@ -217,20 +217,37 @@ def test_reused_baseline_runs_judge_like_fresh_ones(fake):
         check(fake_ptx("nan_payload"), BASE, SPEC, backend=fake, baseline=runs)
 
 
-def test_reused_runs_get_fresh_candidate_poisons(fake):
-    """The poison a candidate's outputs start from is drawn per check, not per baseline run."""
+def test_reused_runs_reuse_the_candidate_sets_a_fresh_check_draws_its_own(fake):
+    """The candidates' input sets (output poisons, guards) are made once per baseline runs, like
+    the inputs (a candidate never sees them); a check of its own (what the search does before
+    keeping a candidate) draws new ones."""
     from superopt.judge.check import run_baseline
     runs = run_baseline(BASE, SPEC, backend=fake)
     seen = []
     orig = fake.run_many
 
     def spy(ptx, spec, sets, **kw):
-        seen.append(bytes(sets[0].data["out"][:64].view(np.uint8)))
+        if sets[0].run_tag.startswith("candidate"):
+            seen.append((bytes(sets[0].data["out"][:64].view(np.uint8)), sets[0].guards["out"]))
         return orig(ptx, spec, sets, **kw)
     fake.run_many = spy
-    for _ in range(2):
-        assert check(BASE, BASE, SPEC, backend=fake, baseline=runs).status == ACCEPTED
-    assert len(seen) == 2 and seen[0] != seen[1]
+    verdicts = [check(BASE, BASE, SPEC, backend=fake, baseline=runs) for _ in range(2)]
+    assert all(v.status == ACCEPTED for v in verdicts)
+    assert any("candidate input sets reused" in n for n in verdicts[1].evidence["notes"])
+    assert check(BASE, BASE, SPEC, backend=fake).status == ACCEPTED       # fresh: baseline runs of its own
+    assert len(seen) == 3 and seen[0] == seen[1] and seen[2][0] != seen[0][0] and seen[2][1] != seen[0][1]
+
+
+def test_a_wrong_candidate_after_right_ones_on_reused_sets_is_rejected(fake):
+    """Reused candidate sets judge a later candidate as fresh ones would: an unwritten output or
+    an off-by-one write is seen after accepted candidates used the same sets."""
+    from superopt.judge.check import run_baseline
+    runs = run_baseline(BASE, SPEC, backend=fake)
+    assert check(BASE, fake_ptx("nan_payload"), SPEC, backend=fake, baseline=runs).status == ACCEPTED
+    for variant, expect in [("noop", "not written"), ("off_by_one", "outside buffer"), ("fma", "differs")]:
+        v = check(BASE, fake_ptx(variant), SPEC, backend=fake, baseline=runs)
+        assert v.status == REJECTED and expect in v.reason, (variant, v.reason)
+        assert any("candidate input sets reused" in n for n in v.evidence["notes"])
 
 
 def test_baseline_that_cannot_be_judged_returns_a_verdict(fake):

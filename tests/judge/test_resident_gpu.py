@@ -89,7 +89,11 @@ def test_an_output_equal_to_the_expected_one_stays_on_the_device(monkeypatch):
     for r in same:
         _same_result(r, plain_same)
         assert r.outputs["out"] is ref.outputs["out"]
-    _same_result(differs, plain_differs)
+    # off_by_one also writes past the end: the same guard damage either way
+    assert differs.status == plain_differs.status == "ok"
+    for name in ("x", "y", "out"):
+        assert differs.outputs[name].tobytes() == plain_differs.outputs[name].tobytes(), name
+    assert differs.guard_damage == plain_differs.guard_damage
     assert differs.outputs["out"] is not ref.outputs["out"]
     assert differs.outputs["out"].tobytes() != ref.outputs["out"].tobytes()
 

@@ -266,3 +266,19 @@ def test_expectations_are_left_out_where_they_cannot_be_kept():
     again = pack_sets(SPEC, [s])
     b._add_expected(again, [s], [{"y": s.data["x"]}])
     assert len(again["blobs"]) == n_blobs and again["sets"][0]["expect"] == {1: 0} and again["expected"] == {0}
+
+
+def test_a_set_run_again_keeps_its_outputs_poison_too():
+    """A set the caller runs again (a check's candidate sets, made once per kernel) has every
+    big buffer kept, its output's poison included: the second run sends nothing big."""
+    b = _backend("keep")
+    try:
+        s = make_input_set(SPEC, seed=9)
+        got = [b.run_many(PTX, SPEC, [s], timeout=1, reused=[True])[0] for _ in range(2)]
+        log = [e for e in b._request({"op": "log"}, 10)["log"] if e.get("op") != "time"]
+    finally:
+        b.close()
+    for r in got:
+        assert r.status == "ok" and r.outputs["out"].tobytes() == s.data["out"].tobytes()
+    assert len(log[0]["resident"]["keep"]) == 3                      # x, y and out's poison
+    assert [n for n in log[1]["sent"] if n >= MIN_BYTES] == []

@@ -400,19 +400,23 @@ class GpuBackend(Backend):
 
     def run_many(self, ptx: str, spec: LaunchSpec, input_sets: list[InputSet], *,
                  timeout: float | None = None, guards: bool = True,
-                 expect: list[dict] | None = None) -> list[RunResult]:
+                 expect: list[dict] | None = None, reused: list[bool] | None = None) -> list[RunResult]:
         """``expect``: per set, {buffer name: the array the caller expects that buffer to hold
         after the run} (a candidate's check expects nvcc's results): the worker keeps each
         expected array on the GPU (superopt.judge.backends.resident) and compares the buffer
         with it there; an equal buffer does not cross the bus, and its result is the expected
         array itself (read-only), bit for bit what a readback would give. Any other buffer is
-        read back as before."""
+        read back as before. ``reused``: per set, whether the caller runs the same set (the same
+        arrays) again (a check's candidate sets, made once per kernel): every big buffer of such
+        a set may be kept, its outputs' poison included, not only its inputs."""
         launch_timeout = float(timeout or DEFAULT_LAUNCH_TIMEOUT)
         if not guards:
             input_sets = [replace(s, guards={n: (b"", b"") for n in s.guards}) for s in input_sets]
         try:
             wire = pack_sets(spec, input_sets, guards=guards)
             expected = self._add_expected(wire, input_sets, expect) if expect else None
+            wire["reused"] = {it[1] for j, st in enumerate(wire["sets"]) if reused and j < len(reused) and reused[j]
+                              for it in st["params"] if it[0] in ("b", "e")}
         except Exception as e:  # noqa: BLE001
             return [RunResult(status="launch_error", error=f"cannot pack inputs: {e}") for _ in input_sets]
         packed = wire["sets"]
@@ -478,7 +482,8 @@ class GpuBackend(Backend):
         big blobs travel through a shared-memory file."""
         with self._lock:
             self._ensure()                       # a new worker keeps nothing: plan after it started
-            use, keep = self._resident.plan(wire["sources"], wire["inputs"] | wire.get("expected", set()))
+            use, keep = self._resident.plan(wire["sources"],
+                                            wire["inputs"] | wire.get("expected", set()) | wire.get("reused", set()))
         blobs = [np.zeros(0, np.uint8) if i in use else b for i, b in enumerate(wire["blobs"])]
         msg = dict(base, blobs=blobs)
         if use or keep:

@@ -18,7 +18,10 @@ the parent sends them again (:class:`ParentTable`, :class:`WorkerStore`).
 
 A key names an array object the parent holds a reference to while it is kept (so no other
 array can take its id) and that it has made read-only: a kept array cannot change behind the
-worker's copy. Outputs (their poison changes per candidate) and small buffers travel as before.
+worker's copy. Outputs travel as before, unless the caller says it runs the same set again (a
+check's candidate sets, made once per kernel: their outputs' poison is kept too), or expects an
+output to equal an array (nvcc's result, kept and compared on the device); small buffers
+travel as before.
 Each run still gets fresh allocations with guard zones; the kept copies are never a kernel's
 argument. A kernel that writes far outside its buffers could still hit a kept copy: the worker
 keeps a checksum of each copy and checks it after every request that used it; a changed copy
