@@ -70,9 +70,10 @@ def test_kept_inputs_give_the_results_of_sent_inputs(monkeypatch, kernel):
 
 def test_an_output_equal_to_the_expected_one_stays_on_the_device(monkeypatch):
     """A check that expects nvcc's result: the worker compares the output with it on the device;
-    equal, the result is the expected array itself; a candidate that differs (off by one) comes
-    back as its bytes. Both are what a worker that expects nothing reads back, bit for bit."""
-    base, wrong = ((PTX / f"{k}.ptx").read_text() for k in ("baseline", "off_by_one"))
+    equal, the result is the expected array itself; a candidate that leaves the output alone
+    (noop) comes back as it is. Both are what a worker that expects nothing reads back, bit for
+    bit. One that writes past the end (off by one; its output is nvcc's) still shows the damage."""
+    base, wrong, past_end = ((PTX / f"{k}.ptx").read_text() for k in ("baseline", "noop", "off_by_one"))
     s = make_input_set(SPEC, seed=12)
     cand_set = s.with_outputs({"out": np.full(SPEC.param("out").length, np.nan, np.float32)}, np.random.default_rng(3))
     on, off = _backend(monkeypatch, str(1 << 30)), _backend(monkeypatch, "0")
@@ -81,21 +82,23 @@ def test_an_output_equal_to_the_expected_one_stays_on_the_device(monkeypatch):
         expect = [{"out": ref.outputs["out"]}]
         same = [on.run_many(base, SPEC, [cand_set], timeout=5, expect=expect)[0] for _ in range(2)]
         differs = on.run_many(wrong, SPEC, [cand_set], timeout=5, expect=expect)[0]
+        damages = on.run_many(past_end, SPEC, [cand_set], timeout=5, expect=expect)[0]
         plain_same = off.run_many(base, SPEC, [cand_set], timeout=5)[0]
         plain_differs = off.run_many(wrong, SPEC, [cand_set], timeout=5)[0]
+        plain_damages = off.run_many(past_end, SPEC, [cand_set], timeout=5)[0]
     finally:
         on.close()
         off.close()
     for r in same:
         _same_result(r, plain_same)
         assert r.outputs["out"] is ref.outputs["out"]
-    # off_by_one also writes past the end: the same guard damage either way
-    assert differs.status == plain_differs.status == "ok"
-    for name in ("x", "y", "out"):
-        assert differs.outputs[name].tobytes() == plain_differs.outputs[name].tobytes(), name
-    assert differs.guard_damage == plain_differs.guard_damage
+    _same_result(differs, plain_differs)
     assert differs.outputs["out"] is not ref.outputs["out"]
     assert differs.outputs["out"].tobytes() != ref.outputs["out"].tobytes()
+    assert damages.status == plain_damages.status == "ok"
+    for name in ("x", "y", "out"):
+        assert damages.outputs[name].tobytes() == plain_damages.outputs[name].tobytes(), name
+    assert damages.guard_damage and damages.guard_damage == plain_damages.guard_damage
 
 
 _IN_PROCESS = textwrap.dedent('''
