@@ -254,3 +254,26 @@ def test_baseline_that_cannot_be_judged_returns_a_verdict(fake):
     from superopt.judge.check import run_baseline
     v = run_baseline(fake_ptx("noisy"), SPEC, backend=fake)
     assert v.status == COULD_NOT_JUDGE and "not deterministic" in v.reason
+
+
+def test_a_backend_that_compares_outputs_itself_is_told_nvccs_results(fake):
+    """A backend that compares outputs where they ran (the GPU: compares_expected) gets, per
+    candidate launch, nvcc's result for every buffer the kernel writes, and is told the
+    candidate sets will run again; the verdicts are those of a backend that is told nothing."""
+    from superopt.judge.check import run_baseline
+    runs = run_baseline(BASE, SPEC, backend=fake)
+    told = []
+    orig = fake.run_many
+
+    def spy(ptx, spec, sets, expect=None, reused=None, **kw):
+        told.append((sets, expect, reused))
+        return orig(ptx, spec, sets, **kw)
+    fake.run_many = spy
+    fake.compares_expected = True
+    assert check(BASE, fake_ptx("nan_payload"), SPEC, backend=fake, baseline=runs).status == ACCEPTED
+    assert check(BASE, fake_ptx("noop"), SPEC, backend=fake, baseline=runs).status == REJECTED
+    sets, expect, reused = told[0]
+    assert len(expect) == len(reused) <= len(sets) and all(reused)
+    for s, want in zip(sets, expect):
+        assert set(want) == {"out"}                                  # x and y are inputs
+        assert want["out"] is runs.results[s.index].outputs["out"]
