@@ -23,9 +23,8 @@ import time
 import numpy as np
 
 from superopt.judge.backends import _proto
+from superopt.judge.backends._proto import EXPECTED
 from superopt.judge.backends.resident import Kept
-
-EXPECTED = "expected"       # a buffer equal to the array the request expected (superopt.judge.backends.gpu)
 
 G_SUCCESS = 0
 G_NOT_READY = 600
@@ -659,12 +658,7 @@ class Worker:
         """The request's runs; the reply's ``spent`` says where the worker's time went (seconds:
         load (a cubin) or jit (the driver compiling the PTX), fill, launch, readback, free, keep:
         the kept inputs' uploads and checks)."""
-        self.spent = {}
-        t0 = time.perf_counter()
-        rep = self._op_run(req)
-        self.spent["total"] = time.perf_counter() - t0
-        rep["spent"] = {k: round(v, 6) for k, v in self.spent.items()}
-        return rep
+        return self._with_spent(self._op_run, req)
 
     def _spend(self, name: str, since: float) -> float:
         now = time.perf_counter()
@@ -794,9 +788,13 @@ class Worker:
         request with a ``resident`` plan (superopt.judge.backends.resident) fills both copies of
         a kept input device to device: a search times all its candidates of a kernel on one
         input set, which then crosses the bus once, not twice per timing."""
+        return self._with_spent(self._op_time, req)
+
+    def _with_spent(self, op, req: dict) -> dict:
+        """``op(req)``'s reply with ``spent``: seconds per part (:meth:`_spend`) and the total."""
         self.spent = {}
         t0 = time.perf_counter()
-        rep = self._op_time(req)
+        rep = op(req)
         self.spent["total"] = time.perf_counter() - t0
         rep["spent"] = {k: round(v, 6) for k, v in self.spent.items()}
         return rep

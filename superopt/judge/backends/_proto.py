@@ -67,6 +67,10 @@ def recv(fd: int, timeout: float | None = None):
 
 SHM_THRESHOLD = 1 << 20
 
+# a reply's buffer data for a buffer equal, on the device, to the array the request expected it
+# to hold (GpuBackend.run_many(expect=...)): only its guards travel
+EXPECTED = "expected"
+
 
 def _shm_dir() -> str:
     """A private folder of this user's in /dev/shm (else the temp dir): the worker writes

@@ -114,7 +114,7 @@ def pack_sets(spec: LaunchSpec, sets: list[InputSet], *, guards: bool = True) ->
     return {"blobs": blobs, "sets": out, "sources": keep, "inputs": inputs}
 
 
-EXPECTED = "expected"        # a reply's buffer data: equal, on the device, to the array the caller expected
+EXPECTED = _proto.EXPECTED
 
 
 def unpack_result(spec: LaunchSpec, s: InputSet, raw: dict, log: str = "", expected: dict | None = None) -> RunResult:
