@@ -171,9 +171,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("NVCC_PLUS_JUDGE", "", "module:function giving the judge on cluster workers (the CPU tests, "
             "bench/scale --dry-run)", "developer"),
     Setting("SUPEROPT_FAKE_GPUS", "", "tests: fake GPU list (names) for the device lease", "developer"),
-    Setting("SUPEROPT_GPU_RESIDENT_BYTES", "1073741824", "GPU worker: bytes of input buffers kept on the GPU "
+    Setting("SUPEROPT_GPU_RESIDENT_BYTES", "4294967296", "GPU worker: bytes of input buffers kept on the GPU "
             "across checks, at most (and at most 1/16 of the GPU's free memory; 0: off; "
             "superopt.judge.backends.resident)", "developer"),
+    Setting("SUPEROPT_GPU_POOL_BYTES", "1073741824", "GPU worker: bytes of the input sets' allocations kept "
+            "for reuse between launches, at most (and at most 1/16 of the GPU's free memory; 0: each freed "
+            "after its launch; superopt.judge.backends.alloc_pool)", "developer"),
     Setting("SUPEROPT_GPU_STEP_LOG", "", "a file: one JSON line per GPU step (kind, process, when asked, "
             "got, released; bench/economy makes a timeline of it)", "developer"),
     Setting("SUPEROPT_DRYRUN_TIME_S", "0.05", "bench/scale --dry-run: seconds a fake timing takes",

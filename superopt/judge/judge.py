@@ -18,6 +18,9 @@ CAPTURED_SETS = 3
 # runs on six layouts (five each) and the candidate's (two each) cost more GPU time than the
 # rest of the check (the economy bench's profile, 2026-12-02).
 ALIASED_LAYOUTS_COSTLY_BYTES = 8 << 20
+# How a verdict's ``aliasing_left_out`` starts when the layouts wait for the check on fresh inputs
+# (a candidate never judged on them, at a costly shape): not accepted yet on them, only timed.
+ALIASING_DEFERRED = "deferred to the check on fresh inputs"
 
 
 def spec_bytes(spec) -> int | None:
@@ -127,7 +130,7 @@ class BackendJudge(Judge):
         origin = getattr(spec, "origin", None) or ""
         sets = min(self.check_sets, CAPTURED_SETS) \
             if origin == "captured" or origin.endswith(SCALED_SUFFIX) else self.check_sets
-        aliasing = self._aliasing(base_ptx, cand_ptx, spec)
+        aliasing = self._aliasing(base_ptx, cand_ptx, spec, fresh)
         if fresh:
             verdict = check(base_ptx, cand_ptx, spec, backend=self.backend, policy=self.policy, sets=sets,
                             aliasing=aliasing)
@@ -154,17 +157,23 @@ class BackendJudge(Judge):
         self._note_aliasing(base_ptx, cand_ptx, spec, verdict)
         return verdict
 
-    def _aliasing(self, base_ptx: str, cand_ptx: str, spec) -> bool | str:
-        """True: judge the candidate on the aliased layouts at ``spec``; else why not (it was, at
-        another shape, and this one is costly: :data:`ALIASED_LAYOUTS_COSTLY_BYTES`)."""
-        where = self._aliasing_judged.get((text_digest(base_ptx), text_digest(cand_ptx)))
-        if where is None:
-            return True
+    def _aliasing(self, base_ptx: str, cand_ptx: str, spec, fresh: bool = False) -> bool | str:
+        """True: judge the candidate on the aliased layouts at ``spec``; else why not. At a costly
+        shape (:data:`ALIASED_LAYOUTS_COSTLY_BYTES`) they are left out when the candidate was
+        judged on them at another shape, and, until then, in every check but one on fresh inputs:
+        a search checks on fresh inputs only the candidate it is about to keep, so the layouts
+        are run for that one, not for every candidate it times and drops."""
         n = spec_bytes(spec)
         if n is None or n <= ALIASED_LAYOUTS_COSTLY_BYTES:
             return True
-        return (f"the candidate was judged on them at {where}; this shape's buffers hold {n / 2**20:.0f} MiB "
-                f"(over {ALIASED_LAYOUTS_COSTLY_BYTES >> 20} MiB)")
+        size = f"this shape's buffers hold {n / 2**20:.0f} MiB (over {ALIASED_LAYOUTS_COSTLY_BYTES >> 20} MiB)"
+        where = self._aliasing_judged.get((text_digest(base_ptx), text_digest(cand_ptx)))
+        if where is not None:
+            return f"the candidate was judged on them at {where}; {size}"
+        if not fresh:
+            return (f"{ALIASING_DEFERRED}: {size}; the candidate a search keeps is judged on them in its check "
+                    f"on fresh inputs")
+        return True
 
     def _note_aliasing(self, base_ptx: str, cand_ptx: str, spec, verdict) -> None:
         """Remember a candidate accepted with aliased launches run, and at which shape."""

@@ -125,8 +125,9 @@ def run_under(tool: str, ptx: str, spec, inputs, *, sanitizer: str, timeout: flo
     fd, log = tempfile.mkstemp(prefix=f"superopt-{tool}-", suffix=".log")
     os.close(fd)
     # a worker for one launch keeps no inputs on the GPU (superopt.judge.backends.resident): its
-    # copies and checks would be instrumented launches for nothing
-    cmd = ["env", "SUPEROPT_GPU_RESIDENT_BYTES=0", sanitizer, "--tool", tool, "--log-file", log,
+    # copies and checks would be instrumented launches for nothing; nor allocations for reuse
+    # (superopt.judge.backends.alloc_pool): the tool sees one allocation per buffer and launch
+    cmd = ["env", "SUPEROPT_GPU_RESIDENT_BYTES=0", "SUPEROPT_GPU_POOL_BYTES=0", sanitizer, "--tool", tool, "--log-file", log,
            "--print-limit", "5", sys.executable, "-m", "superopt.judge.backends._gpu_worker"]
     be = GpuBackend(worker_cmd=cmd, startup_timeout=timeout, run_step="sanitize")
     try:

@@ -306,7 +306,8 @@ def _larger(s, **sizes):
 
 def test_judge_leaves_layouts_out_at_a_costly_shape_once_judged_at_another(monkeypatch):
     """A candidate accepted on the aliased layouts at one shape is not judged on them again at a
-    shape over the cost bound; one never judged on them is, and a cheat is still caught there."""
+    shape over the cost bound; one never judged on them is judged on them there in its check on
+    fresh inputs (the one a search makes of the candidate it keeps), and a cheat is caught then."""
     from superopt.judge import judge as judge_mod
     big = _larger(AXPY, n=900)
     monkeypatch.setattr(judge_mod, "ALIASED_LAYOUTS_COSTLY_BYTES", judge_mod.spec_bytes(AXPY))
@@ -321,7 +322,56 @@ def test_judge_leaves_layouts_out_at_a_costly_shape_once_judged_at_another(monke
     assert not (at_big.evidence.get("aliasing") or {}).get("candidate_launches")
     fresh = j.verify(BASE, good, big, fresh=True)
     assert fresh.status == ACCEPTED and "aliasing_left_out" in fresh.evidence, fresh.summary()
-    # a candidate first judged at the costly shape runs the layouts there: the cheat is rejected
+    # a candidate first judged at the costly shape: its checks there leave the layouts for the
+    # check on fresh inputs (it is only timed until then), which rejects the cheat
     cheat = ptx("restrict")
     v = j.verify(BASE, cheat, big)
+    assert v.status == ACCEPTED, v.summary()
+    assert v.evidence["aliasing_left_out"].startswith(judge_mod.ALIASING_DEFERRED)
+    assert not (v.evidence.get("aliasing") or {}).get("candidate_launches")
+    v = j.verify(BASE, cheat, big, fresh=True)
     assert v.status == REJECTED and "when buffers overlap" in v.reason, v.summary()
+    # and a right candidate never judged on them at a smaller shape is, on fresh inputs
+    j2 = judge_mod.BackendJudge(backend="emulator", check_sets=2)
+    assert j2.verify(BASE, good, big).evidence["aliasing_left_out"].startswith(judge_mod.ALIASING_DEFERRED)
+    v = j2.verify(BASE, good, big, fresh=True)
+    assert v.status == ACCEPTED and v.evidence["aliasing"]["candidate_launches"] > 0, v.summary()
+
+
+def test_a_search_drops_a_fast_candidate_wrong_on_overlap_when_only_costly_shapes_exist(monkeypatch):
+    """End to end through the search's choice: at a costly shape the candidates are timed with the
+    aliased layouts left out, and the fresh check before keeping one runs them. The fastest
+    candidate, wrong when buffers overlap, is dropped there; the right one is kept."""
+    from superopt.judge import judge as judge_mod
+    from superopt.search.candidates import Candidate, Step
+    from superopt.search.loop import _choose, evaluate
+    from superopt.search.options import SearchOptions
+    big = _larger(AXPY, n=900)
+    monkeypatch.setattr(judge_mod, "ALIASED_LAYOUTS_COSTLY_BYTES", judge_mod.spec_bytes(AXPY))
+
+    class TimedEmulatorJudge(judge_mod.BackendJudge):
+        can_time = True
+        speedups = {}
+
+        def time(self, base_ptx, cand_ptx, spec, *, fresh=True):
+            from superopt.judge.timing import TimingResult
+            s = self.speedups[cand_ptx]
+            return TimingResult(status="ok", speedup=s, faster=True, reason=f"scripted {s}x")
+
+    j = TimedEmulatorJudge(backend="emulator", check_sets=2)
+    cheat, good = ptx("restrict"), swapped_loads()
+    j.speedups = {cheat: 1.5, good: 1.2}
+    cands = [Candidate(kernel="axpy_mul", plan=[Step(f"test-{name}", {})], ptx=text, changes=[])
+             for name, text in (("cheat", cheat), ("good", good))]
+    entries = []
+    for c in cands:
+        e = evaluate(c, BASE, [big], j, "sm_90")
+        assert e["fate"] == "faster", e
+        assert e["verdict"]["evidence"]["aliasing_left_out"].startswith(judge_mod.ALIASING_DEFERRED)
+        e["id"] = c.id
+        entries.append(e)
+    record = {}
+    kept = _choose(entries, {c.id: c for c in cands}, j, SearchOptions(sanitize=()), "axpy_mul", record, BASE, [big])
+    assert kept is not None and kept.ptx == good, record
+    bad = next(e for e in entries if e["id"] == cands[0].id)
+    assert bad["fate"] == "rejected-check" and "when buffers overlap" in bad["reason"], bad

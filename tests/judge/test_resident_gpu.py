@@ -194,3 +194,33 @@ def test_worker_compares_and_checks_kept_copies_on_the_device():
     assert "outside the kernel's buffers" in got["timing_bad"][0] and got["timing_bad"][1] is True
     assert got["second"] == ["crash"] and got["second_fatal"] is True
     assert "outside the kernel's buffers" in got["second_error"]
+
+
+@pytest.mark.parametrize("pool", [str(1 << 30), "0"])
+def test_a_reused_allocation_never_shows_an_earlier_launchs_results(monkeypatch, pool):
+    """The worker's set allocations come from its pool (superopt.judge.backends.alloc_pool): nvcc's
+    code writes its output, then a candidate that writes nothing (noop) runs on a set of the same
+    sizes whose output starts as NaN. Its output must be NaN, not nvcc's results left in a reused
+    allocation; its guards intact; and nvcc's results the same with the pool on and off."""
+    monkeypatch.setenv("SUPEROPT_GPU_POOL_BYTES", pool)
+    base, noop = ((PTX / f"{k}.ptx").read_text() for k in ("baseline", "noop"))
+    s = make_input_set(SPEC, seed=21)
+    poisoned = s.with_outputs({"out": np.full(SPEC.param("out").length, np.nan, np.float32)}, np.random.default_rng(5))
+    b = _backend(monkeypatch, "0")
+    try:
+        first = b.run_many(base, SPEC, [s, s], timeout=5)
+        after = b.run_many(noop, SPEC, [poisoned, poisoned], timeout=5)
+    finally:
+        b.close()
+    monkeypatch.setenv("SUPEROPT_GPU_POOL_BYTES", "0")
+    ref = _backend(monkeypatch, "0")
+    try:
+        want = ref.run_many(base, SPEC, [s], timeout=5)[0]
+    finally:
+        ref.close()
+    for r in first:
+        _same_result(r, want)
+        assert not np.isnan(r.outputs["out"]).all()
+    for r in after:
+        assert r.status == "ok" and np.isnan(r.outputs["out"]).all()
+        assert all(r.guards_intact.values())

@@ -297,6 +297,7 @@ class CudaError(Exception):
 
 # Errors after which the context is unusable (sticky) or the state is unknown.
 STICKY = {700, 701, 702, 714, 715, 716, 717, 718, 719, 710, 999}
+OUT_OF_MEMORY = 2
 
 
 class Worker:
@@ -359,6 +360,15 @@ class Worker:
         self.store = WorkerStore(min(want, worker_limit(free)), self._dev_alloc, self._dev_upload, self._dev_free,
                                  self._dev_checksum)
         self.info["resident_limit"] = self.store.limit
+        # the sets' allocations, reused by size (superopt.judge.backends.alloc_pool);
+        # SUPEROPT_GPU_POOL_BYTES=0 frees each after its launch, as before
+        from superopt.judge.backends.alloc_pool import AllocationPool
+        name = "SUPEROPT_GPU_POOL_BYTES"
+        want = int(env_value(name) or BY_ENV[name].default)
+        if want > 0 and not free:
+            free = int(self._chk(cu.cuMemGetInfo(), "cuMemGetInfo")[0])
+        self.pool = AllocationPool(min(want, worker_limit(free)) if want > 0 else 0, self._dev_alloc, self._dev_free)
+        self.info["pool_limit"] = self.pool.limit
 
     # ------------------------------------------------------------------ helpers
     def _err_name(self, err) -> str:
@@ -553,7 +563,7 @@ class Worker:
                 at = int(item[4]) if item[0] == "u" else 0
                 data = blobs[idx]
                 n = data.nbytes
-                d = self._chk(cu.cuMemAlloc(n + 2 * g), "cuMemAlloc")
+                d = self._take(n + 2 * g)
                 allocs.append((d, n, idx, g))
                 base = int(d)
                 fr = np.frombuffer(front, np.uint8)
@@ -628,14 +638,28 @@ class Worker:
             self._chk(cu.cuMemcpyDtoH(guards[g:].ctypes.data, cu.CUdeviceptr(int(d) + g + n), g), "cuMemcpyDtoH")
         return guards[:g].tobytes(), guards[g:].tobytes()
 
+    def _take(self, n: int):
+        """An allocation of ``n`` bytes for a set's buffer (the pool's, else a new one); when
+        the device has no room, the pool's idle allocations are freed and it is tried again."""
+        try:
+            return self.pool.take(n)
+        except CudaError as e:
+            if e.code != OUT_OF_MEMORY or not len(self.pool):
+                raise
+        self.pool.clear()
+        return self.pool.take(n)
+
     def _free(self, allocs, scrub: bool = True):
+        """Hand a set's allocations back (to the pool, or freed), scrubbed with a random byte
+        first (asynchronously, on the stream every later use of the allocation follows)."""
         for d, n, _, g in allocs:
             try:
                 if scrub:
-                    self.cu.cuMemsetD8(d, int(self.rng.integers(0, 256)), n + 2 * g)
-                self.cu.cuMemFree(d)
-            except Exception:  # noqa: BLE001
-                pass
+                    self._chk(self.cu.cuMemsetD8Async(d, int(self.rng.integers(0, 256)), n + 2 * g, self.stream),
+                              "cuMemsetD8Async")
+                self.pool.give(d, n + 2 * g)
+            except CudaError:
+                self._dev_free(d)
 
     def _wait(self, ev, timeout: float):
         """Poll an event until done; 'ok' | 'timeout' | CudaError raised."""

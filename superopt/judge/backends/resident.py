@@ -35,7 +35,7 @@ from typing import Callable
 import numpy as np
 
 MIN_BYTES = 1 << 20                 # smaller buffers travel as before
-DEFAULT_LIMIT = 1 << 30             # bytes a worker keeps, at most (and at most 1/16 of free memory)
+DEFAULT_LIMIT = 4 << 30             # bytes a worker keeps, at most (and at most 1/16 of free memory)
 
 
 def worker_limit(free_bytes: int) -> int:
