@@ -82,10 +82,23 @@ def prepare(work: Path, mode: str) -> Path:
     return dest
 
 
-def wrapper(work: Path, tree: Path, name: str) -> str:
-    """An nvcc-plus that runs ``tree``'s code (its own PYTHONPATH, whatever is installed)."""
+def wrapper(work: Path, tree: Path, name: str, profile_dir: Path | None = None) -> str:
+    """An nvcc-plus that runs ``tree``'s code (its own PYTHONPATH, whatever is installed); with
+    ``profile_dir``, each compilation's main thread under cProfile (``<mode>-<pid>.prof`` there:
+    a diagnosis, its overhead slows the build)."""
     w = work / f"nvcc-plus-{name}"
-    w.write_text(f'#!/bin/sh\nPYTHONPATH="{tree}${{PYTHONPATH:+:$PYTHONPATH}}" exec "{sys.executable}" -m nvcc_plus "$@"\n')
+    run = f'"{sys.executable}" -m nvcc_plus "$@"'
+    if profile_dir is not None:
+        profile_dir.mkdir(parents=True, exist_ok=True)
+        shim = work / f"profiled-{name}.py"
+        shim.write_text("import cProfile, os, runpy, sys\n"
+                        f"out = os.path.join({str(profile_dir)!r}, '{name}-%d.prof' % os.getpid())\n"
+                        "sys.argv = ['nvcc_plus'] + sys.argv[1:]\n"
+                        "p = cProfile.Profile()\np.enable()\n"
+                        "try:\n    runpy.run_module('nvcc_plus', run_name='__main__', alter_sys=True)\n"
+                        "finally:\n    p.disable()\n    p.dump_stats(out)\n")
+        run = f'"{sys.executable}" "{shim}" "$@"'
+    w.write_text(f'#!/bin/sh\nPYTHONPATH="{tree}${{PYTHONPATH:+:$PYTHONPATH}}" exec {run}\n')
     w.chmod(0o755)
     return str(w)
 
@@ -316,6 +329,9 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--before-from", type=Path, help="an earlier results file whose 'before' mode (the code "
                     "before issue 23, measured on the same GPU) gives throughput_ratio without building it again")
+    ap.add_argument("--profile-dir", type=Path, help="a diagnosis: each nvcc-plus compilation under cProfile "
+                    "(one .prof per compilation) and the modes' records copied there; slows the builds")
+    ap.add_argument("--records-dir", type=Path, help="the nvcc-plus modes' kernel records copied there")
     ap.add_argument("--set", action="append", default=[], metavar="SETTING=VALUE",
                     help="an nvcc-plus setting for the builds (repeatable; recorded in the results as 'settings')")
     args = ap.parse_args(argv)
@@ -380,8 +396,10 @@ def main(argv=None) -> int:
         code = args.old_tree.resolve() if mode == "before" else ROOT
         env = plus_env(base, work, mode, args, nvcc)
         began = time.time()
-        builds[mode] = build(tree, wrapper(work, code, mode), env, args.jobs, args.build_timeout,
+        builds[mode] = build(tree, wrapper(work, code, mode, args.profile_dir), env, args.jobs, args.build_timeout,
                              caps if mode == "tune" else None)
+        for keep in {args.profile_dir, args.records_dir} - {None}:
+            shutil.copytree(work / "records" / mode, keep / f"records-{mode}", dirs_exist_ok=True)
         builds[mode]["span"] = (began, time.time())
         log(f"{mode} build: {builds[mode]['wall_s']} s, rc {builds[mode]['rc']}")
         save()

@@ -186,19 +186,40 @@ def _int_bounds(et: ElemType) -> tuple[int, int]:
     return 0, (1 << bits) - 1
 
 
+# From this many elements on, a buffer is drawn in its own width (integers in the narrowest type
+# that holds the range, floats in float32 for an f32 buffer): the same distributions, another
+# stream of numbers. numpy draws bounded integers and floats in the width it is asked for, and a
+# captured buffer of 64 Mi elements drawn as int64 (float64) and narrowed took 0.1 s per array on
+# the H200's host, several times what drawing it narrow takes (the economy bench's tune build,
+# 2026-12-04: 242 draws, 24 s of one compilation's 89). Smaller buffers keep the earlier stream,
+# so inputs recorded from a seed (tests/emulator's corpus golden cases) stay what they were.
+NARROW_DRAW_ELEMENTS = 1 << 20
+
+
+def _draw_dtype(lo: int, hi: int, n: int):
+    """The integer type [lo, hi) is drawn in for ``n`` elements (:data:`NARROW_DRAW_ELEMENTS`)."""
+    if n < NARROW_DRAW_ELEMENTS:
+        return np.int64 if hi <= (1 << 62) else np.uint64
+    for t in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64):
+        info = np.iinfo(t)
+        if info.min <= lo and hi - 1 <= info.max:
+            return t
+    return np.uint64
+
+
 def _gen_ints(et: ElemType, n: int, dist: str, rng: np.random.Generator, env: dict) -> np.ndarray:
     lo_t, hi_t = _int_bounds(et)
     name, _, arg = dist.partition(":")
     if name in ("uniform_small", "uniform") and not arg:
         lo, hi = (-8, 8) if et.kind == "int" else (0, 16)
-        return rng.integers(lo, hi, size=n, dtype=np.int64).astype(et.dtype)
+        return rng.integers(lo, hi, size=n, dtype=_draw_dtype(lo, hi, n)).astype(et.dtype)
     if name in ("uniform", "index"):
         lo, hi = _parse_range(arg, env)
         if hi <= lo:
             raise SpecError(f"distribution {dist!r}: empty range [{lo}, {hi}) with {env}")
         if lo < lo_t or hi - 1 > hi_t:
             raise SpecError(f"distribution {dist!r}: [{lo}, {hi}) does not fit {et.name}")
-        return rng.integers(lo, hi, size=n, dtype=np.int64 if hi <= (1 << 62) else np.uint64).astype(et.dtype)
+        return rng.integers(lo, hi, size=n, dtype=_draw_dtype(lo, hi, n)).astype(et.dtype)
     if name == "full":
         return rng.integers(0, 256, size=n * et.size, dtype=np.uint8).view(et.dtype).copy()
     if name == "near_bounds":
@@ -221,9 +242,16 @@ def _gen_floats(et: ElemType, n: int, dist: str, rng: np.random.Generator, env: 
         x = rng.standard_normal(n)
     elif name == "uniform":
         lo, hi = _parse_float_range(arg, env) if arg else (-1.0, 1.0)
+        if et.name == "f32" and n >= NARROW_DRAW_ELEMENTS and all(abs(v) < 1e30 for v in (lo, hi)):
+            # drawn in float32 (as wide as the buffer holds; four times faster at captured sizes)
+            x = rng.random(n, dtype=np.float32)
+            x *= np.float32(hi - lo)
+            x += np.float32(lo)
+            return np.minimum(x, np.nextafter(np.float32(hi), np.float32(lo)))      # [lo, hi)
         x = rng.uniform(lo, hi, n)
     elif name == "positive":
-        x = 1.0 - rng.random(n)                       # (0, 1]
+        narrow = et.name == "f32" and n >= NARROW_DRAW_ELEMENTS
+        x = 1.0 - (rng.random(n, dtype=np.float32) if narrow else rng.random(n))             # (0, 1]
         big = rng.random(n) < 0.1
         x[big] *= 10.0 ** rng.uniform(0, np.log10(finite_max) / 4, big.sum())
     elif name == "large":
@@ -938,34 +966,47 @@ class AliasLayout:
     ``offset`` bytes after ``onto``'s start (negative: before it). ``kind``: ``in place`` (the same
     start, as ``scale(x, x)``), ``shift`` (``shift`` elements of ``buffer``'s type, e.g. +1 and -1:
     ``y = x + 1``), ``middle`` (inside a larger input, about its middle). Offsets keep natural
-    alignment (a multiple of both element sizes). ``offset`` is None until :meth:`at` resolves the
-    layout for a set's lengths."""
+    alignment (a multiple of both element sizes) and ``align``: the widest access the kernel
+    makes (:func:`superopt.judge.alias_check.access_alignment`; 16 for ``ld.global.v4.f32``),
+    since a program cannot pass a pointer that its kernel's vector accesses would fault on. Then
+    a shift is by that many bytes and the edge layouts share that many. ``offset`` is None until
+    :meth:`at` resolves the layout for a set's lengths."""
     buffer: str
     onto: str
     kind: str
     shift: int = 0                 # elements of `buffer`'s type from `onto`'s start
     offset: int | None = None      # bytes, once resolved
+    align: int = 1                 # bytes every offset is a multiple of
 
     def at(self, rs: LaunchSpec) -> "AliasLayout | None":
         """This layout for the resolved spec ``rs`` (lengths known), or None when it has no
-        meaning there (the middle of an input that is not larger than the buffer)."""
+        meaning there (the middle of an input that is not larger than the buffer; an edge layout
+        whose aligned offset would be the in-place one)."""
         w, h = rs.param(self.buffer), rs.param(self.onto)
+        step = math.lcm(w.elem.size, h.elem.size, max(1, int(self.align)))
         if self.kind == "middle":
-            step = math.lcm(w.elem.size, h.elem.size)
             off = ((h.nbytes - w.nbytes) // 2) // step * step
             if off <= 0:
                 return None
             return replace(self, shift=off // w.elem.size, offset=off)
         if self.kind in ("last", "first"):
-            # one element in common: W's first on H's last, or W's last on H's first (the edge a
-            # launch-time range check gets wrong when it is off by one)
+            # one element (or aligned step) in common: W's first on H's last, or W's last on H's
+            # first (the edge a launch-time range check gets wrong when it is off by one)
             if w.elem.size != h.elem.size:
                 return None
-            off = h.nbytes - h.elem.size if self.kind == "last" else -(w.nbytes - w.elem.size)
+            off = (h.nbytes - h.elem.size) // step * step if self.kind == "last" else \
+                -((w.nbytes - w.elem.size) // step * step)
+            if off == 0:
+                return None
             return replace(self, shift=off // w.elem.size, offset=off)
-        return replace(self, offset=self.shift * w.elem.size)
+        off = self.shift * (step if self.shift else w.elem.size)
+        return replace(self, shift=off // w.elem.size, offset=off)
 
     def describe(self) -> str:
+        text = self._describe()
+        return text + (f" ({self.align}-byte aligned: the kernel's widest access)" if self.align > 1 else "")
+
+    def _describe(self) -> str:
         if self.kind == "in place":
             return f"{self.buffer} aliased onto {self.onto} at the same start (in place)"
         if self.kind == "middle":
@@ -982,7 +1023,7 @@ class AliasLayout:
                 "shift_elements": self.shift, "offset_bytes": self.offset}
 
 
-def alias_layouts(spec: LaunchSpec, cap: int = MAX_ALIAS_LAYOUTS) -> list[AliasLayout]:
+def alias_layouts(spec: LaunchSpec, cap: int = MAX_ALIAS_LAYOUTS, align: int = 1) -> list[AliasLayout]:
     """The aliased layouts the check runs for ``spec`` (at most ``cap``; none for a kernel
     without a written buffer (``out``/``inout``) and another buffer parameter). For the first
     written buffer W that has another buffer H of the same element size (H: an input before an
@@ -990,7 +1031,7 @@ def alias_layouts(spec: LaunchSpec, cap: int = MAX_ALIAS_LAYOUTS) -> list[AliasL
     and at -1 element, W's first element on H's last and W's last on H's first (one element in
     common: the edge an off-by-one range check misses); then W on the middle of the largest input larger than W (at the spec's
     sizes; any element size). Buffers reached only through a struct (``embedded``) are left
-    out."""
+    out. ``align``: the bytes every offset is a multiple of (:class:`AliasLayout`)."""
     bufs = [b for b in spec.buffers if not b.embedded]
     written = [b for b in bufs if b.direction in ("out", "inout")]
     if not written or len(bufs) < 2:
@@ -1007,18 +1048,24 @@ def alias_layouts(spec: LaunchSpec, cap: int = MAX_ALIAS_LAYOUTS) -> list[AliasL
             continue
         hosts.sort(key=lambda h: (h.direction == "out", str(h.length_expr) != str(w.length_expr)))
         h = hosts[0]
-        out = [AliasLayout(w.name, h.name, "in place"), AliasLayout(w.name, h.name, "shift", 1),
-               AliasLayout(w.name, h.name, "shift", -1), AliasLayout(w.name, h.name, "last"),
-               AliasLayout(w.name, h.name, "first")]
+        a = _wider(align, w, h)
+        out = [AliasLayout(w.name, h.name, "in place", align=a), AliasLayout(w.name, h.name, "shift", 1, align=a),
+               AliasLayout(w.name, h.name, "shift", -1, align=a), AliasLayout(w.name, h.name, "last", align=a),
+               AliasLayout(w.name, h.name, "first", align=a)]
         break
     for w in written:
         bigger = [h for h in bufs if h.name != w.name and h.direction != "out"
                   and nbytes.get(h.name, 0) > nbytes.get(w.name, 0) + 2 * math.lcm(w.elem.size, h.elem.size)]
         if bigger:
             h = max(bigger, key=lambda h: nbytes[h.name])
-            out.append(AliasLayout(w.name, h.name, "middle"))
+            out.append(AliasLayout(w.name, h.name, "middle", align=_wider(align, w, h)))
             break
     return out[:cap]
+
+
+def _wider(align: int, *bufs) -> int:
+    """``align`` where it asks more than the buffers' element sizes give, else 1 (nothing to add)."""
+    return align if align > 1 and any(align % b.elem.size or align > b.elem.size for b in bufs) else 1
 
 
 def one_thread_sizes(spec: LaunchSpec, ov: dict) -> dict | None:

@@ -15,9 +15,10 @@ For one kernel (:func:`search_kernel`):
    launch shape (GPU, or the CPU emulator) → timing (GPU only). The judge is wrapped in a
    :class:`superopt.judge.cache.CachingJudge`, so nothing is checked or timed twice;
 4. keep the fastest candidate that verified and beat the baseline beyond the measured
-   noise, after a check on fresh inputs, a second timing, and timings at the other launch
-   shapes the program may use, at none of which it may be slower
-   (:mod:`superopt.search.launch_shapes`). Without a GPU there is no measured
+   noise, after a second timing and timings at the other launch shapes the program may use,
+   at none of which it may be slower (:mod:`superopt.search.launch_shapes`), then the check at
+   the large shapes and a check on fresh inputs (the cheap verdicts first: each drops
+   candidates, and the checks at full size cost most). Without a GPU there is no measured
    speed: by default (``no_gpu="locked"``) only decisions from the lockfile or cache are
    applied; ``no_gpu="estimate"`` picks a verified candidate by a static estimate and labels the
    decision an estimate.
@@ -700,10 +701,11 @@ def _choose(entries, by_id, judge: Judge, options: SearchOptions, kernel: str, r
             return None
         best = None
         for e in winners[:CONFIRM_TRIES]:
-            if not _late_check(judge, baseline_ptx, by_id[e["id"]], specs, e):
-                continue
-            if not _fresh_check(judge, baseline_ptx, by_id[e["id"]], specs, e):
-                continue
+            # The cheap verdicts first: the timings that most often drop a candidate come before
+            # the checks at full size (the late check, the check on fresh inputs), which then run
+            # only for a candidate that is still to be kept. Timing first is as safe as the
+            # search's own timing of it: the shape timed is the one it was timed at already,
+            # and an other launch shape is checked before it is timed there.
             # The fastest of several noisy measurements is biased upwards: the candidate to
             # keep is timed once more, independently, and kept only if it is faster again.
             again = judge.time(baseline_ptx, by_id[e["id"]].ptx, specs[0], fresh=True)
@@ -715,6 +717,10 @@ def _choose(entries, by_id, judge: Judge, options: SearchOptions, kernel: str, r
             # Never slower in the program: timed at the other launch shapes it may use too
             # (superopt.search.launch_shapes), for this candidate alone.
             if not judge_other_shapes(judge, baseline_ptx, by_id[e["id"]], kernel, specs, options.launches, e):
+                continue
+            if not _late_check(judge, baseline_ptx, by_id[e["id"]], specs, e):
+                continue
+            if not _fresh_check(judge, baseline_ptx, by_id[e["id"]], specs, e):
                 continue
             # instrumented launches are slow (racecheck on a shared-memory kernel at a captured
             # 2048^3 took minutes): the sanitizer runs at the smallest launch shape

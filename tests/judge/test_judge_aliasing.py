@@ -375,3 +375,81 @@ def test_a_search_drops_a_fast_candidate_wrong_on_overlap_when_only_costly_shape
     assert kept is not None and kept.ptx == good, record
     bad = next(e for e in entries if e["id"] == cands[0].id)
     assert bad["fate"] == "rejected-check" and "when buffers overlap" in bad["reason"], bad
+
+
+SCALE4 = spec("scale4", [64, 1, 1], ["cdiv(n, 64)", 1, 1],
+              [buf("x", "f32", "4*n"), buf("y", "f32", "4*n", "inout"), scalar("n", "s32", 150)])
+
+
+def test_layouts_keep_the_alignment_of_the_kernels_widest_access():
+    """scale4 reads and writes through float4: its layouts shift by 16 bytes, not one float (a
+    misaligned launch faults: on a GPU a sticky error and a worker restart per run); a kernel
+    of scalar accesses keeps element shifts."""
+    from superopt.judge.alias_check import access_alignment
+    assert access_alignment(BASE, "scale4") == 16
+    assert access_alignment(BASE, "axpy_mul") == 4
+    assert access_alignment("not ptx", "scale4") == 1
+    rs = SCALE4.resolved()
+    got = [lay.at(rs) for lay in alias_layouts(SCALE4, align=16)]
+    assert [g.kind for g in got if g is not None] == ["in place", "shift", "shift", "last", "first"]
+    assert all(g.offset % 16 == 0 for g in got if g is not None)
+    assert [g.offset for g in got if g.kind == "shift"] == [16, -16]
+    n = 4 * 150 * 4
+    assert next(g for g in got if g.kind == "last").offset == n - 16
+    assert next(g for g in got if g.kind == "first").offset == -(n - 16)
+    assert "16-byte aligned" in got[1].describe()
+    plain = [lay.at(rs) for lay in alias_layouts(SCALE4)]
+    assert [g.offset for g in plain if g.kind == "shift"] == [4, -4]
+
+
+def test_a_float4_kernel_is_judged_on_its_aligned_layouts_none_dropped_for_a_fault(monkeypatch):
+    """On the emulator (which faults on a misaligned access as a GPU does): nvcc's scale4 runs on
+    every aligned layout without a fault (the shifted ones race, y = 2x + y, and are dropped for
+    that); with element-aligned layouts, as before, it faulted on each."""
+    from superopt.judge import alias_check
+    v = check(BASE, BASE, SCALE4, backend="emulator", sets=2, seed=5)
+    assert v.status == ACCEPTED, v.summary()
+    info = v.evidence["aliasing"]
+    assert info["alignment_bytes"] == 16
+    whys = [x.get("why") or "" for x in info["layouts"] if x.get("status") == "dropped"]
+    assert whys and not [w for w in whys if "crash" in w or "misaligned" in w], whys
+    assert info["judged"] >= 1 and info["candidate_launches"] > 0
+    monkeypatch.setattr(alias_check, "access_alignment", lambda ptx, kernel: 1)
+    old = check(BASE, BASE, SCALE4, backend="emulator", sets=2, seed=5).evidence["aliasing"]
+    assert [x for x in old["layouts"] if "misaligned" in (x.get("why") or "")], old["layouts"]
+
+
+def test_a_layout_that_faults_is_not_run_again_for_its_other_runs():
+    """nvcc's runs on the aliased layouts, in one request: a fault (on a GPU a sticky error that
+    ends the worker) leaves the rest unrun. The runs left of a layout that faulted are not tried
+    again (each try would cost a worker restart); the other layouts' runs are."""
+    from superopt.judge.alias_check import _run_all
+    from superopt.judge.backends.base import RunResult
+
+    class FaultyBackend:
+        def __init__(self):
+            self.requests = []
+
+        def run_many(self, ptx, spec, sets, timeout=None):
+            self.requests.append(list(sets))
+            out, dead = [], False
+            for s in sets:
+                if dead:
+                    out.append(RunResult(status="not_run"))
+                elif s.startswith("bad"):
+                    out.append(RunResult(status="crash", error="kernel: CUDA_ERROR_MISALIGNED_ADDRESS"))
+                    dead = True
+                else:
+                    out.append(RunResult(status="ok"))
+            return out
+
+    sets = ["good-0", "good-1", "bad-0", "bad-1", "bad-2", "fine-0", "fine-1"]
+    groups = [0, 0, 1, 1, 1, 2, 2]
+    be = FaultyBackend()
+    res = _run_all(be, "", None, sets, 1.0, groups)
+    assert [r.status for r in res] == ["ok", "ok", "crash", "crash", "crash", "ok", "ok"]
+    assert "an earlier run of this layout ended in crash" in res[3].error
+    assert be.requests == [sets, ["fine-0", "fine-1"]]           # one fault, one request after it
+    old = FaultyBackend()
+    _run_all(old, "", None, sets, 1.0)                            # without groups: each run tried
+    assert len(old.requests) == 4

@@ -247,3 +247,29 @@ def test_a_capture_nvcc_code_cannot_be_judged_at_sends_the_search_to_the_next_so
     assert chosen == 1 and winner is not None, (kr["status"], kr["reason"], tried)
     assert tried and "specs from captured could not be judged" in tried[0]
     assert "not deterministic" in tried[0]
+
+
+class UnconfirmedJudge(SizeJudge):
+    """Faster in the search's timing, not when timed again (the confirmation, ``fresh=True``)."""
+
+    def time(self, base_ptx, cand_ptx, spec, *, fresh=True):
+        self.calls.append(("time", spec_key(spec), fresh))
+        return Timing("ok", not fresh, 1.3 if not fresh else 1.0)
+
+
+def test_a_candidate_not_confirmed_costs_no_check_at_full_size(test_passes):  # noqa: F811
+    """The keeping steps run cheapest first: the confirmation timing drops the candidate before
+    the late check at the costly shape and the check on fresh inputs would run."""
+    from superopt.search.loop import search_kernel
+    from superopt.search.options import SearchOptions
+    big, small = big_spec(), vadd_spec()
+    judge = UnconfirmedJudge(speedup=1.3)
+    result = search_kernel(ptx_ir.parse(VADD), "vadd", [big, small], target="sm_90",
+                           options=SearchOptions(budget_s=60, passes=["test-nc-loads"], sanitize=()), judge=judge)
+    assert result.winner is None
+    entries = result.record["candidates"]
+    assert entries and all(e["fate"] == "not-confirmed" for e in entries), entries
+    confirmed_at = judge.calls.index(("time", spec_key(big), True))
+    assert ("verify", spec_key(big)) not in judge.calls
+    assert all(c[0] == "time" for c in judge.calls[confirmed_at:]), judge.calls
+    assert not any(e.get("fresh_verdict") for e in entries)

@@ -1,0 +1,39 @@
+"""Large buffers are drawn in their own width (superopt.judge.inputs.NARROW_DRAW_ELEMENTS): the
+same distributions, in range; smaller ones keep the stream inputs were recorded from."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from superopt.judge import inputs
+from superopt.judge.inputs import NARROW_DRAW_ELEMENTS, generate
+
+N = NARROW_DRAW_ELEMENTS
+
+
+@pytest.mark.parametrize("et,dist,lo,hi", [("s32", "uniform_small", -8, 7), ("u32", "uniform_small", 0, 15),
+                                           ("s32", "index:0..1000", 0, 999), ("u16", "uniform:3..9", 3, 8),
+                                           ("f32", "uniform", -1.0, 1.0), ("f32", "uniform:2..3", 2.0, 3.0)])
+def test_a_large_buffer_keeps_its_distributions_range(et, dist, lo, hi):
+    a = generate(et, N, dist, np.random.default_rng(1))
+    assert a.dtype == inputs.elem_type(et).dtype and a.size == N
+    assert a.min() >= lo and a.max() <= hi
+    if et == "f32":
+        assert a.max() < hi                                   # [lo, hi)
+        assert abs(float(a.mean()) - (lo + hi) / 2) < 0.01 * (hi - lo)
+    else:
+        assert set(np.unique(a)) == set(range(lo, hi + 1))    # every value of the range drawn
+
+
+def test_positive_floats_stay_positive_and_finite_at_large_sizes():
+    a = generate("f32", N, "positive", np.random.default_rng(2))
+    assert (a > 0).all() and np.isfinite(a).all()
+
+
+def test_a_small_buffer_keeps_the_recorded_stream():
+    n = NARROW_DRAW_ELEMENTS - 1
+    a = generate("s32", n, "uniform_small", np.random.default_rng(7))
+    want = np.random.default_rng(7).integers(-8, 8, size=n, dtype=np.int64).astype(np.int32)
+    assert np.array_equal(a, want)
+    f = generate("f32", 1000, "uniform", np.random.default_rng(8))
+    assert np.array_equal(f, np.random.default_rng(8).uniform(-1.0, 1.0, 1000).astype(np.float32))
