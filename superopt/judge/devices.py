@@ -316,6 +316,25 @@ def _using(dev: Device, *, deadline: float | None = None, leased: bool = False):
             _HELD[dev.ordinal] -= 1
 
 
+def in_thread(fn):
+    """``fn`` for another thread, on this thread's GPU: the same device, deadline and lease, so
+    that its GPU steps wait no longer than this thread's would (:class:`GpuBusy` at the same
+    deadline) and a whole-search lease covers them too. None while this thread holds a GPU step
+    or a timing window: a step of another thread would wait for it, so ``fn`` must run here."""
+    if getattr(_local, "step", None) is not None or getattr(_local, "window", None) is not None:
+        return None
+    dev = current()
+    if dev is None:
+        return fn
+    deadline = getattr(_local, "deadline", None)
+    leased = getattr(_local, "leased_uuid", None) == dev.uuid
+
+    def run(*a, **kw):
+        with _using(dev, deadline=deadline, leased=leased):
+            return fn(*a, **kw)
+    return run
+
+
 STEP_KINDS = {"check": fcntl.LOCK_SH, "sanitize": fcntl.LOCK_SH, "time": fcntl.LOCK_EX}
 
 

@@ -24,6 +24,7 @@ import re
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -152,6 +153,43 @@ def run_under(tool: str, ptx: str, spec, inputs, *, sanitizer: str, timeout: flo
             pass
 
 
+def candidate_runs(tools, ptx: str, spec, inputs, *, sanitizer: str, timeout: float) -> dict:
+    """The candidate's run under each tool: at once, one process per tool, when there are
+    several (a run is mostly the sanitizer's own start-up and instrumentation on the host, so two
+    tools in turn took twice the wall time of one); in turn when this thread cannot hand its GPU
+    to others (superopt.judge.devices.in_thread). The threads are daemons: a time limit that
+    stops the search does not wait for them."""
+    from superopt.judge import devices
+    from superopt.judge.phases import in_context
+
+    def one(tool):
+        return run_under(tool, ptx, spec, inputs, sanitizer=sanitizer, timeout=timeout)
+    runner = devices.in_thread(one) if len(tools) > 1 else None
+    if runner is None:
+        return {t: one(t) for t in tools}
+    got: dict = {}
+    runner = in_context(runner)
+
+    def work(tool):
+        try:
+            got[tool] = ("ok", runner(tool))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread, raised there
+            got[tool] = ("raised", exc)
+    threads = [threading.Thread(target=work, args=(t,), name=f"superopt-sanitize-{t}", daemon=True)
+               for t in tools]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    out = {}
+    for tool in tools:
+        how, value = got[tool]
+        if how == "raised":
+            raise value
+        out[tool] = value
+    return out
+
+
 def sanitize_pair(baseline_ptx: str, candidate_ptx: str, spec, *, tools=TOOLS, seed: int | None = None,
                   timeout: float = 120.0, sanitizer: str | None = None) -> SanitizerResult:
     """Run baseline and candidate under each tool on the same (small) input set."""
@@ -166,10 +204,11 @@ def sanitize_pair(baseline_ptx: str, candidate_ptx: str, spec, *, tools=TOOLS, s
     variants = size_variants(spec, 3, make_rng(seed, 0x5A))
     inputs = make_input_set(spec, seed, 2, scalars=variants[-1])
     runs: dict[str, dict[str, ToolRun]] = {}
+    # The candidate first: when it has no error, nvcc's code cannot have fewer, and its run
+    # (half of the cost: a process under the tool) is not needed.
+    cand = candidate_runs(tools, candidate_ptx, spec, inputs, sanitizer=sanitizer, timeout=timeout)
     for tool in tools:
-        # The candidate first: when it has no error, nvcc's code cannot have fewer, and its run
-        # (half of the cost: a process under the tool) is not needed.
-        c = run_under(tool, candidate_ptx, spec, inputs, sanitizer=sanitizer, timeout=timeout)
+        c = cand[tool]
         if c.status == "ok" and c.errors == 0:
             runs[tool] = {"candidate": c,
                           "baseline": ToolRun("not-run", 0, "not needed: the candidate has no error")}

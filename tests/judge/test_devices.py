@@ -226,3 +226,42 @@ def test_backend_registry_has_one_gpu_backend_per_device(monkeypatch):
         b = base.get_backend("gpu")
         assert b is not a and b.device == 1
     assert a.closed and not b.closed
+
+
+def test_in_thread_carries_the_gpu_and_deadline_and_refuses_inside_a_step():
+    """devices.in_thread: another thread's steps run on this thread's GPU, until its deadline
+    (a step that cannot get the GPU then raises GpuBusy there too); while this thread holds a
+    step, nothing is handed over (that thread's step would wait for this one)."""
+    seen = {}
+
+    def probe():
+        seen["device"] = devices.current()
+        seen["deadline"] = devices._local.deadline
+        return "ran"
+    deadline = time.time() + 0.3
+    with devices.assign(deadline=deadline, devices=DEVS[:1]) as dev:
+        run = devices.in_thread(probe)
+        t = threading.Thread(target=run)
+        t.start()
+        t.join()
+        assert seen == {"device": dev, "deadline": deadline}
+        with devices.gpu_step(dev.uuid, "check"):
+            assert devices.in_thread(probe) is None
+        other = _holder([dev.uuid])                  # another compilation holds the GPU alone
+        try:
+            got = {}
+
+            def step():
+                try:
+                    with devices.gpu_step(dev.uuid, "check"):
+                        got["step"] = "held"
+                except GpuBusy as exc:
+                    got["step"] = exc
+            t = threading.Thread(target=devices.in_thread(step))
+            t0 = time.monotonic()
+            t.start()
+            t.join(10)
+            assert isinstance(got.get("step"), GpuBusy) and time.monotonic() - t0 < 5
+        finally:
+            other.kill()
+    assert devices.in_thread(probe) is probe                         # no GPU here: nothing to carry

@@ -37,3 +37,26 @@ def test_a_small_buffer_keeps_the_recorded_stream():
     assert np.array_equal(a, want)
     f = generate("f32", 1000, "uniform", np.random.default_rng(8))
     assert np.array_equal(f, np.random.default_rng(8).uniform(-1.0, 1.0, 1000).astype(np.float32))
+
+
+def test_input_sets_made_in_parallel_are_the_sequential_ones(monkeypatch):
+    """check._make_sets_at_once: the same sets, values and labels as one by one (each set has its
+    generator of its own), for every buffer; below the size bound it leaves them to the loop."""
+    from superopt.judge import check
+    from superopt.judge.inputs import input_plan, make_input_set, make_rng
+    from superopt.specs.launch_spec import load_spec
+    from pathlib import Path
+    spec = load_spec(str(Path(__file__).parent / "kernels" / "judge.toml"))
+    plan = input_plan(spec, 4, make_rng(3, 0x5E7))
+    todo = [p for p in plan.sets if not (p.kind == "large" or p.fallback)]
+    assert len(todo) >= 2
+    assert check._make_sets_at_once(spec, 3, todo) is None                 # 100000 floats: below the bound
+    monkeypatch.setattr(check, "PARALLEL_INPUT_BYTES", 1)
+    got = check._make_sets_at_once(spec, 3, todo)
+    want = [make_input_set(spec, 3, i, scalars=p.overrides, kind=p.kind, rotation=p.rotation(i))
+            for i, p in enumerate(todo)]
+    assert [s.label for s in got] == [s.label for s in want]
+    for g, w in zip(got, want):
+        assert g.data.keys() == w.data.keys() and g.guards == w.guards
+        for name in w.data:
+            assert g.data[name].tobytes() == w.data[name].tobytes(), (g.label, name)

@@ -120,12 +120,14 @@ def test_a_clean_candidate_spares_nvcc_codes_run(fake_sanitizer, monkeypatch):
 
     monkeypatch.setattr(san, "run_under", counting)
     r = sanitize_pair(BASE, fake_ptx("nan_payload"), SPEC, sanitizer=fake_sanitizer, timeout=30)
-    assert r.status == "clean" and ran == [("memcheck", "candidate"), ("racecheck", "candidate")]
+    # the tools' candidate runs at once (sanitize.candidate_runs): in either order
+    assert r.status == "clean" and sorted(ran) == [("memcheck", "candidate"), ("racecheck", "candidate")]
     assert r.runs["memcheck"]["baseline"].status == "not-run" and "not needed" in r.runs["memcheck"]["baseline"].detail
     ran.clear()
     r = sanitize_pair(BASE, fake_ptx("baseline") + "\n// plant: memcheck\n", SPEC, sanitizer=fake_sanitizer,
                       timeout=30)
-    assert r.rejected and ran == [("memcheck", "candidate"), ("memcheck", "baseline")]
+    assert r.rejected and sorted(ran[:2]) == [("memcheck", "candidate"), ("racecheck", "candidate")]
+    assert ran[2:] == [("memcheck", "baseline")]                  # nvcc's code only where the candidate erred
 
 
 def test_sanitizer_runs_are_sanitize_steps_not_checks(fake_sanitizer, monkeypatch, tmp_path):
@@ -149,3 +151,38 @@ def test_sanitizer_runs_are_sanitize_steps_not_checks(fake_sanitizer, monkeypatc
     r = sanitize_pair(BASE, fake_ptx("nan_payload"), SPEC, sanitizer=fake_sanitizer, timeout=30)
     assert r.status == "clean", r.reason
     assert kinds and set(kinds) == {"sanitize"}
+
+
+def test_the_candidates_tool_runs_run_at_once_and_a_failure_reaches_the_caller(monkeypatch, tmp_path):
+    """sanitize.candidate_runs: one process per tool at the same time (each is mostly the
+    sanitizer's start-up), results per tool; an exception in one (a GpuBusy at the deadline)
+    is raised in the caller's thread."""
+    import threading
+    import time as _time
+
+    from superopt.judge import devices, sanitize
+    monkeypatch.setenv("NVCC_PLUS_LOCK_DIR", str(tmp_path / "locks"))
+    spans, lock = {}, threading.Lock()
+
+    def fake_run_under(tool, ptx, spec, inputs, *, sanitizer, timeout=120.0):
+        t0 = _time.monotonic()
+        _time.sleep(0.3)
+        with lock:
+            spans[tool] = (t0, _time.monotonic(), devices.current())
+        return sanitize.ToolRun("ok", 0, f"{tool} clean")
+    monkeypatch.setattr(sanitize, "run_under", fake_run_under)
+    dev = devices.Device(0, "GPU-aaaaaaaa-1111-2222-3333-444444444444", "NVIDIA H200")
+    with devices.assign(devices=[dev]):
+        got = sanitize.candidate_runs(("memcheck", "racecheck"), "ptx", None, None, sanitizer="cs", timeout=5)
+    assert {t: r.detail for t, r in got.items()} == {"memcheck": "memcheck clean", "racecheck": "racecheck clean"}
+    (a0, a1, da), (b0, b1, db) = spans["memcheck"], spans["racecheck"]
+    assert a0 < b1 and b0 < a1                       # they overlapped
+    assert da == db == dev                           # on the caller's GPU
+
+    def busy(tool, *a, **kw):
+        if tool == "racecheck":
+            raise devices.GpuBusy("no GPU became free in time")
+        return sanitize.ToolRun("ok", 0, "clean")
+    monkeypatch.setattr(sanitize, "run_under", busy)
+    with pytest.raises(devices.GpuBusy):
+        sanitize.candidate_runs(("memcheck", "racecheck"), "ptx", None, None, sanitizer="cs", timeout=5)
