@@ -256,6 +256,7 @@ def search_kernel(module: ptx_ir.Module, kernel: str, specs: list | None, *, tar
     if specs is not None and not isinstance(specs, list):
         raise TypeError(f"search_kernel takes a list of launch specs, not {type(specs).__name__}")
     started = time.monotonic()
+    waited_before = _gpu_waited()          # the budget leaves out waiting from here on, screening included
     fn = module.function(kernel)
     record = rec.kernel_record(fn, target)
     baseline_ptx = ptx_ir.emit(module)
@@ -278,7 +279,7 @@ def search_kernel(module: ptx_ir.Module, kernel: str, specs: list | None, *, tar
         record["spec"] = [s.to_dict() if hasattr(s, "to_dict") else s for s in specs]
         record["notes"] = list(record.get("notes") or []) + dropped + scaled
 
-    state = _Search(module, kernel, specs, target, options, judge, baseline_ptx, record, started)
+    state = _Search(module, kernel, specs, target, options, judge, baseline_ptx, record, started, waited_before)
     if base_static.cubin:
         state.seen_code[text_hash(base_static.cubin.hex())] = "nvcc's own code"
     proposers = [RuleProposer()] if proposers is None else list(proposers)
@@ -293,6 +294,13 @@ def search_kernel(module: ptx_ir.Module, kernel: str, specs: list | None, *, tar
     winner = _choose(state.entries, state.by_id, judge, options, kernel, record, baseline_ptx, specs)
     record["seconds"] = round(time.monotonic() - started, 3)
     return KernelResult(kernel, record, winner, list(state.by_id.values()))
+
+
+def _gpu_waited() -> float:
+    """Seconds this search's phases recorded waiting for a GPU so far (0 outside a recording)."""
+    from superopt.judge.phases import current
+    phases = current()
+    return phases.get("gpu_wait") if phases is not None else 0.0
 
 
 def _screen_extra_shapes(judge: Judge, baseline_ptx: str, specs: list) -> tuple[list, list[str]]:
@@ -354,7 +362,8 @@ def _with_timing_shape(judge: Judge, baseline_ptx: str, specs: list) -> tuple[li
 class _Search:
     """One kernel's search in progress: the judged entries, and how a proposer's stage runs."""
 
-    def __init__(self, module, kernel, specs, target, options, judge, baseline_ptx, record, started):
+    def __init__(self, module, kernel, specs, target, options, judge, baseline_ptx, record, started,
+                 waited0: float | None = None):
         self.module, self.kernel, self.specs, self.target = module, kernel, specs, target
         self.options, self.judge, self.baseline_ptx = options, judge, baseline_ptx
         self.record, self.started = record, started
@@ -362,17 +371,14 @@ class _Search:
         self.by_id: dict[str, Candidate] = {}
         self.seen_code: dict[str, str] = {}
         self.at_roofline: str | None = None      # why the rest is not judged (see _note_roofline)
-        self.waited0 = self._waited()
+        # the GPU wait already recorded when the search started (``started``): what it waits
+        # from then on, the screening of its launch shapes included, is not its time
+        self.waited0 = _gpu_waited() if waited0 is None else waited0
 
     def elapsed(self) -> float:
         """The search's own time: wall time less what it spent waiting for the GPU while other
         compilations used it (waiting is not searching; the wall limit below bounds it)."""
-        return time.monotonic() - self.started - (self._waited() - self.waited0)
-
-    def _waited(self) -> float:
-        from superopt.judge.phases import current
-        phases = current()
-        return phases.get("gpu_wait") if phases is not None else 0.0
+        return time.monotonic() - self.started - (_gpu_waited() - self.waited0)
 
     def over_budget(self, share: float = 1.0) -> bool:
         """Past ``share`` of the per-kernel budget, or past the wall-clock limit the compilation's

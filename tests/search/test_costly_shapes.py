@@ -273,3 +273,41 @@ def test_a_candidate_not_confirmed_costs_no_check_at_full_size(test_passes):  # 
     assert ("verify", spec_key(big)) not in judge.calls
     assert all(c[0] == "time" for c in judge.calls[confirmed_at:]), judge.calls
     assert not any(e.get("fresh_verdict") for e in entries)
+
+
+class WaitingJudge(SizeJudge):
+    """Its screening of nvcc's own code at an inferred shape waits ``wait`` s for the GPU (other
+    compilations hold it), recorded as GPU wait as a real GPU step records it."""
+
+    def __init__(self, speedup: float, wait: float):
+        super().__init__(speedup)
+        self.wait = wait
+
+    def verify(self, base_ptx, cand_ptx, spec, *, fresh=False):
+        if base_ptx == cand_ptx:
+            import time as _time
+            from superopt.judge.phases import current
+            _time.sleep(self.wait)
+            current().add("gpu_wait", self.wait)
+        return super().verify(base_ptx, cand_ptx, spec, fresh=fresh)
+
+
+def test_waiting_for_the_gpu_while_screening_shapes_is_not_the_searchs_budget(test_passes):  # noqa: F811
+    """A capture's kernel with an inferred shape beside it: screening that shape waits for the GPU
+    longer than the whole budget. The wait is not the search's time: its candidates are still
+    judged (they were all "skipped-budget" when the budget counted it, the economy bench's
+    maps:gather, 2026-12-04)."""
+    from dataclasses import replace
+
+    from superopt.judge.phases import recording
+    from superopt.search.loop import search_kernel
+    from superopt.search.options import SearchOptions
+    big, small = replace(big_spec(), origin="captured"), replace(vadd_spec(), origin="inferred")
+    judge = WaitingJudge(speedup=1.3, wait=0.6)
+    with recording():
+        result = search_kernel(ptx_ir.parse(VADD), "vadd", [big, small], target="sm_90",
+                               options=SearchOptions(budget_s=0.5, passes=["test-nc-loads"], sanitize=()),
+                               judge=judge)
+    fates = [e["fate"] for e in result.record["candidates"]]
+    assert fates and "skipped-budget" not in fates[:1], fates
+    assert result.winner is not None
