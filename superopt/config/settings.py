@@ -72,7 +72,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("NVCC_PLUS_PROGRESS", "auto", "live progress of long searches on stderr: auto "
             "(only when stderr is a terminal), on, off", "driver", toml="progress", flag="progress"),
     # -- search ------------------------------------------------------------------------
-    Setting("NVCC_PLUS_BUDGET", "30", "seconds of search per kernel", "search", toml="budget"),
+    Setting("NVCC_PLUS_BUDGET", "30", "seconds of search per kernel (waiting for a GPU that other compilations hold is not counted; NVCC_PLUS_TIMEOUT bounds the wall time)", "search", toml="budget"),
     Setting("NVCC_PLUS_BACKEND", "auto", "auto (the GPU if one is usable), gpu, emulator",
             "search", toml="backend"),
     Setting("NVCC_PLUS_NO_GPU", "locked", "without a GPU: locked (apply only locked or cached "
