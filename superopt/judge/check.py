@@ -472,8 +472,6 @@ def run_baseline(baseline_ptx: str, spec: LaunchSpec, *, backend: Union[str, Bac
 # (:func:`_make_sets_at_once`); below it a thread costs more than it saves.
 PARALLEL_INPUT_BYTES = 8 << 20
 INPUT_THREADS = 4
-_input_pool = None
-_input_pool_lock = threading.Lock()
 
 
 def _make_sets_at_once(spec: LaunchSpec, seed: int, todo: list) -> list | None:
@@ -482,7 +480,8 @@ def _make_sets_at_once(spec: LaunchSpec, seed: int, todo: list) -> list | None:
     generator (seed, index), and numpy draws and copies large arrays without the GIL, so the
     values are the sequential loop's. At captured sizes making them was the largest host cost
     of a search (the economy bench's profile, 2026-12-04: 85 s of 898 sets in one build). None
-    (the caller makes them one by one) for small shapes, a single set, or when one fails."""
+    (the caller makes them one by one) for small shapes, a single set, or when one fails. The
+    threads are daemons: a time limit that stops the search does not wait for them."""
     if len(todo) < 2:
         return None
     try:
@@ -491,18 +490,28 @@ def _make_sets_at_once(spec: LaunchSpec, seed: int, todo: list) -> list | None:
         return None
     if nbytes < PARALLEL_INPUT_BYTES:
         return None
-    global _input_pool
-    with _input_pool_lock:
-        if _input_pool is None:
-            from concurrent.futures import ThreadPoolExecutor
-            _input_pool = ThreadPoolExecutor(max(1, min(INPUT_THREADS, os.cpu_count() or 1)),
-                                             thread_name_prefix="superopt-inputs")
-    futures = [_input_pool.submit(make_input_set, spec, seed, i, scalars=p.overrides, kind=p.kind,
-                                  rotation=p.rotation(i)) for i, p in enumerate(todo)]
-    try:
-        return [f.result() for f in futures]
-    except SpecError:
-        return None
+    made: list = [None] * len(todo)
+    failed: list = []
+
+    def work(indices):
+        for i in indices:
+            p = todo[i]
+            try:
+                made[i] = make_input_set(spec, seed, i, scalars=p.overrides, kind=p.kind, rotation=p.rotation(i))
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+                failed.append(exc)
+                return
+    n = max(1, min(INPUT_THREADS, os.cpu_count() or 1, len(todo)))
+    threads = [threading.Thread(target=work, args=(range(k, len(todo), n),), name="superopt-inputs", daemon=True)
+               for k in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    other = [e for e in failed if not isinstance(e, SpecError)]
+    if other:
+        raise other[0]
+    return None if failed else made
 
 
 def _run_baseline(baseline_ptx: str, spec: LaunchSpec, *, backend: Union[str, Backend],
