@@ -175,7 +175,7 @@ SETTINGS: tuple[Setting, ...] = (
             "across checks, at most (and at most 1/16 of the GPU's free memory; 0: off; "
             "superopt.judge.backends.resident)", "developer"),
     Setting("SUPEROPT_GPU_POOL_BYTES", "1073741824", "GPU worker: bytes of the input sets' allocations kept "
-            "for reuse between launches, at most (and at most 1/16 of the GPU's free memory; 0: each freed "
+            "for reuse between launches, at most (and at most 1/32 of the GPU's free memory; 0: each freed "
             "after its launch; superopt.judge.backends.alloc_pool)", "developer"),
     Setting("SUPEROPT_GPU_STEP_LOG", "", "a file: one JSON line per GPU step (kind, process, when asked, "
             "got, released; bench/economy makes a timeline of it)", "developer"),

@@ -367,7 +367,10 @@ class Worker:
         want = int(env_value(name) or BY_ENV[name].default)
         if want > 0 and not free:
             free = int(self._chk(cu.cuMemGetInfo(), "cuMemGetInfo")[0])
-        self.pool = AllocationPool(min(want, worker_limit(free)) if want > 0 else 0, self._dev_alloc, self._dev_free)
+        # half the kept inputs' share of free memory (1/32): with eight workers on one GPU the
+        # two together stay within three quarters of it
+        self.pool = AllocationPool(min(want, worker_limit(free) // 2) if want > 0 else 0, self._dev_alloc,
+                                   self._dev_free)
         self.info["pool_limit"] = self.pool.limit
 
     # ------------------------------------------------------------------ helpers

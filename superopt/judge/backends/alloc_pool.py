@@ -10,8 +10,8 @@ phase 6x and its fill 4x slower with eight processes than alone). A kernel's set
 sizes from candidate to candidate, so an allocation handed back is kept here, by its exact size,
 and the next set of that size takes it: fewer driver calls, no device-wide wait.
 
-Bounded by bytes (``SUPEROPT_GPU_POOL_BYTES``, at most 1/16 of the device's free memory, as the
-kept inputs); past the bound the least recently used sizes are freed. The worker scrubs an
+Bounded by bytes (``SUPEROPT_GPU_POOL_BYTES``, at most 1/32 of the device's free memory, half the
+kept inputs' share); past the bound the least recently used sizes are freed. The worker scrubs an
 allocation before it comes back (an asynchronous memset on its stream) and fills it completely
 before the next launch. ``alloc(n)`` -> device pointer and ``free(dptr)`` are the device's
 (CUDA-free tests give fakes).
