@@ -56,7 +56,6 @@ def child(n: int, rounds: int, profile_dir: str | None) -> dict:
     prof.disable()
     parent_prof = os.path.join(profile_dir, "parent.prof")
     prof.dump_stats(parent_prof)
-    from superopt.judge import BackendJudge  # noqa: F401 - the judge's worker exits with the process
     out["profile_parent"] = _top(parent_prof)
     out["profile_worker_path"] = worker_prof
     return out
@@ -126,14 +125,8 @@ def main() -> int:
     if args.profile:
         r = run_procs(1, args.n, args.rounds, profile=True)[0]
         result["profile"] = {"parent_by_own_time": r["profile_parent"], "worker_by_own_time": r["profile_worker"]}
-    from bench.judge.run import commit
-    from superopt.judge.backends.gpu import GpuBackend
-    probe = GpuBackend()
-    try:
-        probe.available()
-        gpu = probe.describe().get("name") or "?"
-    finally:
-        probe.close()
+    from bench.judge.run import commit, gpu_name
+    gpu = gpu_name()
     result.update(gpu=gpu, commit=commit())
     out = args.out or ROOT / "bench" / "results" / f"{dt.date.today()}-check-cost-{gpu.split()[-1].lower()}.json"
     out.write_text(json.dumps(result, indent=1) + "\n")

@@ -84,14 +84,8 @@ def main() -> int:
         r = modes[mode][-1]
         print(f"[resident] {mode}: median verify {r['median_verify_s'] * 1e3:.1f} ms, total {r['total_verify_s']} s, "
               f"gpu_check {r['phases_s'].get('gpu_check', 0)} s, wrong {len(r['wrong_verdicts'])}", flush=True)
-    from bench.judge.run import commit
-    from superopt.judge.backends.gpu import GpuBackend
-    probe = GpuBackend()
-    try:
-        probe.available()
-        gpu = probe.describe().get("name") or "?"
-    finally:
-        probe.close()
+    from bench.judge.run import commit, gpu_name
+    gpu = gpu_name()
     summary = {m: {"median_verify_s": statistics.median(x["median_verify_s"] for x in runs),
                    "gpu_check_s": statistics.median(x["phases_s"].get("gpu_check", 0.0) for x in runs),
                    "check_s": statistics.median(x["phases_s"].get("check", 0.0) for x in runs),

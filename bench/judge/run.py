@@ -47,6 +47,17 @@ def commit() -> str:
     return "uncommitted"
 
 
+def gpu_name() -> str:
+    """The GPU's name as the judge's worker reports it ("?" when it cannot start)."""
+    from superopt.judge.backends.gpu import GpuBackend
+    probe = GpuBackend()
+    try:
+        probe.available()
+        return probe.describe().get("name") or "?"
+    finally:
+        probe.close()
+
+
 def with_n(spec, n):
     return replace(spec, params=[replace(p, value=n) if p.name == "n" else p for p in spec.params])
 

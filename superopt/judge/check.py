@@ -102,7 +102,6 @@ from __future__ import annotations
 import copy
 import math
 import os
-import threading
 import time
 from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
@@ -480,8 +479,7 @@ def _make_sets_at_once(spec: LaunchSpec, seed: int, todo: list) -> list | None:
     generator (seed, index), and numpy draws and copies large arrays without the GIL, so the
     values are the sequential loop's. At captured sizes making them was the largest host cost
     of a search (the economy bench's profile, 2026-12-04: 85 s of 898 sets in one build). None
-    (the caller makes them one by one) for small shapes, a single set, or when one fails. The
-    threads are daemons: a time limit that stops the search does not wait for them."""
+    (the caller makes them one by one) for small shapes, a single set, or when one fails."""
     if len(todo) < 2:
         return None
     try:
@@ -490,28 +488,20 @@ def _make_sets_at_once(spec: LaunchSpec, seed: int, todo: list) -> list | None:
         return None
     if nbytes < PARALLEL_INPUT_BYTES:
         return None
-    made: list = [None] * len(todo)
-    failed: list = []
+    from superopt.judge.at_once import run_at_once
 
-    def work(indices):
-        for i in indices:
-            p = todo[i]
-            try:
-                made[i] = make_input_set(spec, seed, i, scalars=p.overrides, kind=p.kind, rotation=p.rotation(i))
-            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
-                failed.append(exc)
-                return
+    def chunk(indices):
+        return [(i, make_input_set(spec, seed, i, scalars=todo[i].overrides, kind=todo[i].kind,
+                                   rotation=todo[i].rotation(i))) for i in indices]
     n = max(1, min(INPUT_THREADS, os.cpu_count() or 1, len(todo)))
-    threads = [threading.Thread(target=work, args=(range(k, len(todo), n),), name="superopt-inputs", daemon=True)
-               for k in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    other = [e for e in failed if not isinstance(e, SpecError)]
-    if other:
-        raise other[0]
-    return None if failed else made
+    try:
+        chunks = run_at_once([lambda k=k: chunk(range(k, len(todo), n)) for k in range(n)], name="superopt-inputs")
+    except SpecError:
+        return None
+    made: list = [None] * len(todo)
+    for i, s in (pair for c in chunks for pair in c):
+        made[i] = s
+    return made
 
 
 def _run_baseline(baseline_ptx: str, spec: LaunchSpec, *, backend: Union[str, Backend],

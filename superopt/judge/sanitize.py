@@ -24,7 +24,6 @@ import re
 import shutil
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -157,8 +156,7 @@ def candidate_runs(tools, ptx: str, spec, inputs, *, sanitizer: str, timeout: fl
     """The candidate's run under each tool: at once, one process per tool, when there are
     several (a run is mostly the sanitizer's own start-up and instrumentation on the host, so two
     tools in turn took twice the wall time of one); in turn when this thread cannot hand its GPU
-    to others (superopt.judge.devices.in_thread). The threads are daemons: a time limit that
-    stops the search does not wait for them."""
+    to others (superopt.judge.devices.in_thread)."""
     from superopt.judge import devices
     from superopt.judge.phases import in_context
 
@@ -167,27 +165,10 @@ def candidate_runs(tools, ptx: str, spec, inputs, *, sanitizer: str, timeout: fl
     runner = devices.in_thread(one) if len(tools) > 1 else None
     if runner is None:
         return {t: one(t) for t in tools}
-    got: dict = {}
+    from superopt.judge.at_once import run_at_once
     runner = in_context(runner)
-
-    def work(tool):
-        try:
-            got[tool] = ("ok", runner(tool))
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread, raised there
-            got[tool] = ("raised", exc)
-    threads = [threading.Thread(target=work, args=(t,), name=f"superopt-sanitize-{t}", daemon=True)
-               for t in tools]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    out = {}
-    for tool in tools:
-        how, value = got[tool]
-        if how == "raised":
-            raise value
-        out[tool] = value
-    return out
+    runs = run_at_once([lambda t=t: runner(t) for t in tools], name="superopt-sanitize")
+    return dict(zip(tools, runs))
 
 
 def sanitize_pair(baseline_ptx: str, candidate_ptx: str, spec, *, tools=TOOLS, seed: int | None = None,
