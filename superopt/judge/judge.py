@@ -248,7 +248,7 @@ class BackendJudge(Judge):
                         if any(k[0] != key[0] for k in self._timing_inputs):
                             self._timing_inputs = {}        # one kernel at a time: bounded memory
                         self._timing_inputs[key] = inputs
-            # a search's first timing of a candidate may stop once it is clearly not faster; a
-            # confirmation (fresh) runs every round
+            # a search's first timing of a candidate may stop once it is clearly not faster or
+            # clearly faster (a win is kept only after a confirmation: fresh inputs, every round)
             return time_pair(base_ptx, cand_ptx, spec, backend=self.backend, reps=self.timing_reps,
-                             inputs=inputs, stop_not_faster=not fresh)
+                             inputs=inputs, stop_not_faster=not fresh, stop_faster=not fresh)

@@ -3,8 +3,10 @@
 Method (all of it recorded in :class:`TimingResult`):
 
 * device events around each launch alone; module loads and allocations happen first;
-* warm-up launches of both, then ``reps`` rounds in which baseline (A) and candidate (B)
-  are interleaved, the order alternating (A B, B A, A B, ...) so that clock drift and
+* warm-up launches of both (at least :data:`WARMUP_MIN` pairs, then more until
+  :data:`WARMUP_S` seconds have passed, at most ``warmup`` pairs: a kernel of milliseconds is
+  warm after two, and ten of them held the GPU alone for 4 s of a build's 33 s of timing), then
+  ``reps`` rounds in which baseline (A) and candidate (B) are interleaved, the order alternating (A B, B A, A B, ...) so that clock drift and
   thermal changes hit both alike;
 * before every timed launch the L2 is flushed by a kernel that reads a buffer twice the
   L2 size (the H200 has 60 MiB of L2; the size is read off the device), so every launch
@@ -42,6 +44,8 @@ from superopt.specs.launch_spec import LaunchSpec
 __all__ = ["Stats", "TimingResult", "time_pair", "NoGPU", "bytes_moved", "decide", "slower_than"]
 
 BANDWIDTH_SLACK = 1.10
+WARMUP_MIN = 2          # warm-up pairs at least
+WARMUP_S = 0.02         # then more, until this long (at most ``warmup`` pairs)
 SPREAD_METHOD = ("per side: median and IQR (Q3-Q1) of event times; faster iff median gain > "
                  "(IQR_A+IQR_B)/2 and the 95% bootstrap CI (2000 resamples) of the median of paired "
                  "ratios B/A is entirely below 1 - min_gain")
@@ -88,7 +92,9 @@ class TimingResult:
     seed: int | None = None
     wall_seconds: float = 0.0
     slower: bool = False               # slower beyond the measured noise (slower_than)
-    stopped_early: int | None = None   # rounds after which it stopped: clearly not faster (early_stop)
+    stopped_early: int | None = None   # rounds after which it stopped (early_stop)
+    stopped_as: str | None = None      # why: "not faster" or "faster" (early_stop)
+    warmup_pairs: int | None = None    # warm-up pairs run before the timed rounds
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -193,7 +199,7 @@ def time_pair(baseline_ptx: str, candidate_ptx: str, spec: LaunchSpec, *,
               backend: Union[str, Backend] = "gpu", reps: int = 100, warmup: int = 10, flush_l2: bool = True,
               min_gain: float = 0.0, seed: int | None = None, max_seconds: float = 20.0,
               require_gpu: bool = False, inputs: InputSet | None = None,
-              stop_not_faster: bool = False) -> TimingResult:
+              stop_not_faster: bool = False, stop_faster: bool = False) -> TimingResult:
     """Time candidate against baseline (interleaved, L2 flushed) and decide "faster".
 
     Only meaningful for a candidate the differential check accepted. ``require_gpu``
@@ -202,7 +208,8 @@ def time_pair(baseline_ptx: str, candidate_ptx: str, spec: LaunchSpec, *,
     making it takes longer than the timing); by default one made from ``seed``.
     ``stop_not_faster``: the rounds may end early once the candidate is clearly not faster
     (:mod:`superopt.judge.early_stop`; a search's first timing of each candidate); never for a
-    timing that must see "slower" or confirm a win.
+    timing that must see "slower" or confirm a win. ``stop_faster`` (with it): also once it is
+    clearly faster; only for a timing whose win is timed again in full before it counts.
     """
     t0 = time.monotonic()
     seed = fresh_seed() if seed is None else seed
@@ -236,9 +243,12 @@ def time_pair(baseline_ptx: str, candidate_ptx: str, spec: LaunchSpec, *,
         extra = {}
         if stop_not_faster:
             from superopt.judge import early_stop
-            extra["stop_not_faster"] = {"first": early_stop.FIRST, "every": early_stop.EVERY, "z": early_stop.Z}
+            extra["stop_early"] = {"first": early_stop.FIRST, "every": early_stop.EVERY, "z": early_stop.Z,
+                                   "faster": bool(stop_faster)}
         if reused and getattr(be, "keeps_timing_inputs", False):
             extra["keep_inputs"] = True
+        if getattr(be, "warms_up_by_time", False):
+            extra.update(warmup_min=min(WARMUP_MIN, warmup), warmup_s=WARMUP_S)
         raw = be.time_pair(baseline_ptx, candidate_ptx, spec, inputs, reps=reps, warmup=warmup,
                            flush_l2=flush_l2, max_seconds=max_seconds, **extra)
     except (TimeoutError, ChildProcessError) as e:
@@ -267,12 +277,18 @@ def time_pair(baseline_ptx: str, candidate_ptx: str, spec: LaunchSpec, *,
     res.slower, slower_why = slower_than(sa, sb, ci)
     if res.slower:
         res.reason = f"slower: {slower_why}"
-    res.stopped_early = raw.get("stopped_not_faster")
+    res.warmup_pairs = raw.get("warmup_pairs")
+    res.stopped_early, res.stopped_as = raw.get("stopped"), raw.get("stopped_as")
     if res.stopped_early:
-        if res.faster:          # the worker's rule and decide() disagree: never keep such a result
-            res.faster = False
-            res.reason = "stopped early as clearly not faster, yet decided faster: not trusted"
-        res.reason += f"; stopped after {res.stopped_early} of {reps} rounds: clearly not faster (early_stop)"
+        from superopt.judge.early_stop import FASTER
+        if res.stopped_as == FASTER:
+            res.reason += (f"; stopped after {res.stopped_early} of {reps} rounds: clearly faster (early_stop); "
+                           f"a win counts only when timed again in full")
+        else:
+            if res.faster:      # the worker's rule and decide() disagree: never keep such a result
+                res.faster = False
+                res.reason = "stopped early as clearly not faster, yet decided faster: not trusted"
+            res.reason += f"; stopped after {res.stopped_early} of {reps} rounds: clearly not faster (early_stop)"
     if res.bytes_moved and res.peak_bytes_per_s:
         ia = res.bytes_moved / sa.median
         ib = res.bytes_moved / sb.median

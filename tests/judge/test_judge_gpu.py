@@ -6,6 +6,7 @@ import pytest
 
 from superopt.judge.check import ACCEPTED, COULD_NOT_JUDGE, REJECTED, check
 from superopt.specs.launch_spec import load_spec
+from superopt.judge import early_stop
 from superopt.judge.timing import time_pair
 from tests.judge.planted import CHEATS, EQUIVALENT, KERNELS, judge_spec, ptx, with_n
 
@@ -107,12 +108,19 @@ def test_timing(gpu):
     print(same.summary())
     assert same.status == "ok" and not same.faster
     # a search's first timing stops once the candidate is clearly not faster (early_stop), and
-    # never when it is faster
+    # when it is faster only if asked to (stop_faster)
     early = time_pair(ptx("baseline"), ptx("slow"), spec, backend=gpu, reps=100, warmup=3, max_seconds=10,
                       stop_not_faster=True)
     print(early.summary())
-    assert early.status == "ok" and not early.faster and early.stopped_early == 30 and early.reps == 30
+    assert early.status == "ok" and not early.faster and early.reps == early.stopped_early == early_stop.FIRST
+    assert early.stopped_as == early_stop.NOT_FASTER
     win = time_pair(ptx("slow"), ptx("baseline"), spec, backend=gpu, reps=60, warmup=3, max_seconds=10,
                     stop_not_faster=True)
     assert win.faster and win.stopped_early is None and win.reps == 60
+    quick = time_pair(ptx("slow"), ptx("baseline"), spec, backend=gpu, reps=60, warmup=3, max_seconds=10,
+                      stop_not_faster=True, stop_faster=True)
+    print(quick.summary())
+    assert quick.faster and quick.stopped_as == early_stop.FASTER and quick.reps == quick.stopped_early == early_stop.FIRST
+    # the warm-up: at least two pairs, more only while under WARMUP_S, never more than asked
+    assert 2 <= win.warmup_pairs <= 3 and 2 <= quick.warmup_pairs <= 3
     assert same.implied_bytes_per_s["baseline"] < 1.1 * peak["bytes_per_s"]

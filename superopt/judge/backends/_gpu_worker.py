@@ -879,15 +879,23 @@ class Worker:
                 return self._chk(cu.cuEventElapsedTime(ev0, ev1), "cuEventElapsedTime")
 
             t_start = time.perf_counter()
-            for i in range(int(req.get("warmup", 10))):
-                one(i % 2)
-                one(1 - i % 2)
+            # warm-up: at least ``warmup_min`` pairs, then more until ``warmup_s`` seconds have
+            # passed, at most ``warmup`` pairs (a kernel of milliseconds is warm after two; a
+            # request without the two keys runs ``warmup`` pairs, as before)
+            warm_max = int(req.get("warmup", 10))
+            warm_min = min(warm_max, int(req.get("warmup_min", warm_max)))
+            warm_s = float(req.get("warmup_s", 0.0))
+            warmed = 0
+            while warmed < warm_max and (warmed < warm_min or time.perf_counter() - t_start < warm_s):
+                one(warmed % 2)
+                one(1 - warmed % 2)
+                warmed += 1
             times = ([], [])
             reps = int(req.get("reps", 100))
             max_s = float(req.get("max_seconds", 20.0))
             from superopt.judge.early_stop import should_stop
-            rule = req.get("stop_not_faster")
-            stopped = None
+            rule = req.get("stop_early")
+            stopped = stopped_as = None
             for i in range(reps):
                 first = i % 2            # A B, B A, A B, ...: interleaved, order alternated
                 t_first = one(first)
@@ -896,8 +904,9 @@ class Worker:
                 times[1 - first].append(t_second)
                 if time.perf_counter() - t_start > max_s and i >= 10:
                     break
-                if i + 1 < reps and should_stop(i + 1, times[0], times[1], rule):
-                    stopped = i + 1
+                why = should_stop(i + 1, times[0], times[1], rule) if i + 1 < reps else None
+                if why:
+                    stopped, stopped_as = i + 1, why
                     break
             t = self._spend("runs", t)
             if dev:
@@ -908,7 +917,8 @@ class Worker:
                     # again with nothing kept, and this timing is not a result
                     return {"error": f"memory outside the kernel's buffers changed during the timing (the "
                                      f"worker's device copy of {len(changed)} kept input(s))", "fatal": True}
-            return {"a_ms": times[0], "b_ms": times[1], "stopped_not_faster": stopped,
+            return {"a_ms": times[0], "b_ms": times[1], "warmup_pairs": warmed,
+                    "stopped": stopped, "stopped_as": stopped_as,
                     "flush_bytes": self.flush_buf[1] if (flush and self.flush_buf) else 0}
         finally:
             t = time.perf_counter()

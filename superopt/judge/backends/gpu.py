@@ -208,6 +208,7 @@ class GpuBackend(Backend):
     name = "gpu"
     aliasing = True
     keeps_timing_inputs = True          # time_pair(keep_inputs=True)
+    warms_up_by_time = True             # time_pair(warmup_min=, warmup_s=)
     compares_expected = True            # run_many(expect=...)
     not_chosen = ("the order in which blocks run and the warp schedule (the hardware's)",
                   "register contents at launch (whatever ran before; the CPU emulator poisons them)",
@@ -507,10 +508,13 @@ class GpuBackend(Backend):
 
     def time_pair(self, ptx_a: str, ptx_b: str, spec: LaunchSpec, inputs: InputSet, *, reps: int = 100,
                   warmup: int = 10, flush_l2: bool = True, max_seconds: float = 20.0,
-                  stop_not_faster: dict | None = None, keep_inputs: bool = False) -> dict:
+                  stop_early: dict | None = None, keep_inputs: bool = False, warmup_min: int | None = None,
+                  warmup_s: float = 0.0) -> dict:
         """Raw interleaved event timings (ms) of A and B on separate copies of ``inputs``;
-        ``stop_not_faster``: the rule (superopt.judge.early_stop) by which the worker may stop
-        before ``reps`` rounds, when B is clearly not faster. ``keep_inputs``: the caller times
+        ``stop_early``: the rule (superopt.judge.early_stop) by which the worker may stop
+        before ``reps`` rounds, when B is clearly not faster (or clearly faster, if the rule
+        says so). Warm-up: ``warmup`` pairs; with ``warmup_min``, at least that many and then
+        more only until ``warmup_s`` seconds have passed. ``keep_inputs``: the caller times
         more candidates on the same ``inputs`` (a search's kernel), so the worker keeps its big
         buffers on the GPU (superopt.judge.backends.resident) and fills each timing's copies
         device to device; a one-off timing (a confirmation on fresh inputs) keeps nothing, so
@@ -519,8 +523,10 @@ class GpuBackend(Backend):
         msg = {"op": "time", "ptx_a": ptx_a, "ptx_b": ptx_b, "cubin_a": self._cubin(ptx_a),
                "cubin_b": self._cubin(ptx_b), "kernel": spec.kernel, "set": packed,
                "blobs": desc, "reps": reps, "warmup": warmup, "flush_l2": flush_l2, "max_seconds": max_seconds,
-               "stop_not_faster": stop_not_faster,
+               "stop_early": stop_early,
                "max_shared": packed["shared"] if packed["shared"] > 48 * 1024 else 0}
+        if warmup_min is not None:
+            msg.update(warmup_min=int(warmup_min), warmup_s=float(warmup_s))
         if keep_inputs:
             with self._lock:
                 self._ensure()                   # a new worker keeps nothing: plan after it started
