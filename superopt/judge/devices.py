@@ -360,7 +360,11 @@ def gpu_step(gpu: str, kind: str):
     """Hold GPU ``gpu`` (its UUID) for one step: ``check`` and ``sanitize`` share it with other
     compilations' checks, ``time`` holds it alone. A no-op inside another step of this thread
     or under a whole-search lease of that GPU. Waits until the search's deadline (:func:`assign`);
-    the wait and the holding are recorded (superopt.judge.phases: ``gpu_wait``, ``lease``)."""
+    the wait and the holding are recorded (superopt.judge.phases: ``gpu_wait``, ``lease``).
+
+    Yields a function that lets the GPU go before the block ends (a run request's reply is
+    host work: :meth:`superopt.judge.backends.gpu.GpuBackend._send`); a no-op where this step
+    does not hold the GPU itself (inside another step, a window or a lease)."""
     from superopt.judge.phases import phase
     how = STEP_KINDS[kind]
     window = getattr(_local, "window", None)
@@ -369,7 +373,7 @@ def gpu_step(gpu: str, kind: str):
     if getattr(_local, "step", None) is not None or getattr(_local, "leased_uuid", None) == gpu:
         if how == fcntl.LOCK_EX and getattr(_local, "step", None) == fcntl.LOCK_SH:
             raise RuntimeError(f"a {kind} step inside a shared GPU step would deadlock")
-        yield
+        yield _held_elsewhere
         return
     deadline = getattr(_local, "deadline", None)
     serial = kind == "check" and checks_mode() == "serial"
@@ -404,17 +408,30 @@ def gpu_step(gpu: str, kind: str):
         # the window's first timing: the GPU stays held alone until the window ends, and the
         # steps inside it are no-ops (superopt.judge.devices.exclusive_window)
         window.update(main=main, asked=asked, got=got)
-        yield                         # the window adds its whole hold to the lease phase
+        yield _held_elsewhere         # the window adds its whole hold to the lease phase
         return
-    try:
-        with phase("lease"):
-            yield
-    finally:
-        _local.step = None
+    released: list[float] = []
+
+    def let_go() -> None:
+        if released:
+            return
         if alone is not None:
             release(alone)
         release(main)
-        _log_step(gpu, kind, asked, got, time.time())
+        released.append(time.time())
+
+    try:
+        yield let_go
+    finally:
+        _local.step = None
+        let_go()
+        from superopt.judge.phases import add as add_phase
+        add_phase("lease", released[0] - got)
+        _log_step(gpu, kind, asked, got, released[0])
+
+
+def _held_elsewhere() -> None:
+    """:func:`gpu_step`'s early release where the step does not hold the GPU itself."""
 
 
 @contextmanager

@@ -265,3 +265,65 @@ def test_in_thread_carries_the_gpu_and_deadline_and_refuses_inside_a_step():
         finally:
             other.kill()
     assert devices.in_thread(probe) is probe                         # no GPU here: nothing to carry
+
+
+# A GPU worker speaking the real protocol (superopt.judge.backends._proto) that holds no GPU: on
+# a run request it says its GPU work is done when asked to (note_gpu_done), then tries, as
+# another compilation would, to take the GPU's lock alone while it "writes its reply"; on a
+# timing request it tries the same without saying anything.
+_FAKE_WORKER = r'''
+import fcntl, os, sys, time
+from superopt.judge.backends import _proto
+from superopt.judge.gpu_lock import lock_path
+IN, OUT = os.dup(0), os.dup(1)
+os.dup2(2, 1)
+UUID = sys.argv[1]
+_proto.send(OUT, {"ok": True, "info": {"uuid": UUID, "resident_limit": 0}})
+
+def lock_taken_within(seconds):
+    fd = os.open(lock_path(UUID), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                return True
+            except BlockingIOError:
+                time.sleep(0.01)
+        return False
+    finally:
+        os.close(fd)
+
+while True:
+    req = _proto.recv(IN)
+    if req.get("op") == "exit":
+        break
+    if req.get("note_gpu_done"):
+        _proto.send(OUT, {"gpu_done": True})
+    free = lock_taken_within(1.0)
+    time.sleep(0.6)                 # the rest of the reply
+    _proto.send(OUT, {"results": [], "free_while_replying": free})
+'''
+
+
+def test_a_run_request_lets_the_gpu_go_when_the_worker_says_its_gpu_work_is_done(tmp_path):
+    """GpuBackend._request: the worker's "gpu_done" note ends the GPU step of a run request (its
+    reply is host work: results written to shared memory), so another compilation may take the
+    GPU while the reply is written; a timing holds it to the end. The released hold is the
+    step's lease and the GPU's check time (phases), not the reply's."""
+    from superopt.judge.backends.gpu import GpuBackend
+    from superopt.judge.phases import recording
+    uuid = "GPU-fake0000-0000-0000-0000-00000000beef"
+    worker = tmp_path / "fake_worker.py"
+    worker.write_text(_FAKE_WORKER)
+    be = GpuBackend(worker_cmd=[sys.executable, str(worker), uuid], startup_timeout=30)
+    try:
+        with recording() as ph:
+            rep = be._request({"op": "run"}, 20, step="check")
+        assert rep["free_while_replying"] is True
+        assert ph.get("lease") < 0.5 and ph.get("gpu_check") < 0.5      # the reply's wait is not GPU time
+        timed = be._request({"op": "time"}, 20, step="time")
+        assert timed["free_while_replying"] is False
+    finally:
+        be.close()

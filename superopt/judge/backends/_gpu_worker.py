@@ -787,6 +787,11 @@ class Worker:
         for r in results:
             if r["status"] == "not_run" and r["error"] is None:
                 r["error"] = f"not run: {cause}" if cause else "not run"
+        if req.get("note_gpu_done") and _OUT is not None and not fatal:
+            # the rest is host work (the reply): the parent lets the GPU go for it
+            # (GpuBackend._send); nothing of this request may still run on the device then
+            self._chk(cu.cuStreamSynchronize(self.stream), "cuStreamSynchronize")
+            _proto.send(_OUT, {"gpu_done": True})
         out_file = req.get("out_file")
         t = time.perf_counter()
         if out_file:

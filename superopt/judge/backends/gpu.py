@@ -344,13 +344,35 @@ class GpuBackend(Backend):
             self._ensure()
             if step is None:
                 return self._send(msg, timeout)
-            with devices.gpu_step(self.gpu_uuid(), step), phase("gpu_time" if step == "time" else "gpu_check"):
-                return self._send(msg, timeout)
+            if msg.get("op") != "run":
+                with devices.gpu_step(self.gpu_uuid(), step), phase("gpu_time" if step == "time" else "gpu_check"):
+                    return self._send(msg, timeout)
+            # the worker says when its GPU work is done; its reply (results written to shared
+            # memory: seconds at captured sizes) then holds no GPU and is not the GPU's time
+            from superopt.judge.phases import add as add_phase
+            with devices.gpu_step(self.gpu_uuid(), step) as release:
+                t0, done = time.perf_counter(), []
 
-    def _send(self, msg: dict, timeout: float) -> dict:
+                def gpu_done():
+                    done.append(time.perf_counter())
+                    release()
+                try:
+                    return self._send(dict(msg, note_gpu_done=True), timeout, gpu_done=gpu_done)
+                finally:
+                    add_phase("gpu_time" if step == "time" else "gpu_check",
+                              (done[0] if done else time.perf_counter()) - t0)
+
+    def _send(self, msg: dict, timeout: float, gpu_done=None) -> dict:
+        """``gpu_done``: called when the worker says the request's GPU work is done (a run
+        request with ``note_gpu_done``), before the reply that follows; the reply's wait is
+        part of the same ``timeout``."""
+        deadline = time.monotonic() + timeout
         try:
             _proto.send(self._proc.stdin.fileno(), msg)
             rep = _proto.recv(self._proc.stdout.fileno(), timeout)
+            if gpu_done is not None and rep.get("gpu_done"):
+                gpu_done()
+                rep = _proto.recv(self._proc.stdout.fileno(), max(0.001, deadline - time.monotonic()))
         except _proto.ProtocolTimeout:
             self._kill()
             raise TimeoutError(f"GPU worker gave no answer within {timeout:.0f} s (killed)") from None
