@@ -56,6 +56,13 @@ def optimize_module(ptx: str, *, target: str | None = None, source: str | None =
         # kernel: what was decided before it is verified and measured; the exception carries
         # that partial result, and the caller decides whether to use it.
         if not isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            for src in sources:
+                salvage = getattr(src, "salvage", None)    # searches that ended in other threads
+                if salvage is not None:
+                    try:
+                        salvage()
+                    except Exception:  # noqa: BLE001 - the interruption is what the caller hears of
+                        pass
             exc.partial = run.partial(exc)
         raise
     return run.result()

@@ -83,6 +83,7 @@ class ModuleRun:
         self.result_module = module
         self.changed = False
         self.in_flight: str | None = None        # the kernel being decided
+        self.searching: set[str] = set()         # kernels searched in other threads (LocalSearch)
         self.todo = [fn for fn in module.kernels if not kernels or fn.name in kernels]
         self._explicit_possible: bool | None = None
         self.timed_out: list[str] = []
@@ -192,10 +193,16 @@ class ModuleRun:
         self.records["kernels"].append(kr)
         return len(self.records["kernels"]) - 1
 
-    def skip(self, job: KernelJob, reason: str, status=Status.KEPT_BASELINE, notes=(), **extra) -> None:
-        """Record a kernel that keeps nvcc's code without a search, and why."""
-        self.add({"kernel": job.kernel, "signature": job.signature, "status": status, "decision": None,
-                  "reason": reason, **extra, "candidates": [], "notes": list(notes)})
+    def skip(self, job: KernelJob, reason: str, status=Status.KEPT_BASELINE, notes=(), slot: int | None = None,
+             **extra) -> None:
+        """Record a kernel that keeps nvcc's code without a search, and why (at ``slot``: a
+        place :meth:`add` kept for it; else at the end)."""
+        kr = {"kernel": job.kernel, "signature": job.signature, "status": status, "decision": None,
+              "reason": reason, **extra, "candidates": [], "notes": list(notes)}
+        if slot is None:
+            self.add(kr)
+        else:
+            self.records["kernels"][slot] = kr
 
     # ---- a search's outcome ----------------------------------------------------------
     def settle(self, job: KernelJob, outcome: SearchOutcome, slot: int) -> bool:
@@ -284,11 +291,13 @@ class ModuleRun:
         done = {k["kernel"] for k in records["kernels"]}
         records["kernels"].extend(
             {"kernel": k.name, "signature": k.signature, "status": Status.KEPT_BASELINE, "decision": None,
-             "reason": ("interrupted while being searched" if k.name == self.in_flight else "not searched")
+             "reason": ("interrupted while being searched" if k.name == self.in_flight or k.name in self.searching
+                        else "not searched")
                        + f": {type(exc).__name__}: {exc}", "candidates": [], "notes": []}
             for k in self.todo if k.name not in done)
         return ModuleResult(self._text(), self.changed, records, self.messages + [
-            f"interrupted in {self.in_flight or 'the search'} ({type(exc).__name__}); the decisions made "
+            f"interrupted in {', '.join(sorted((self.searching | {self.in_flight}) - {None})) or 'the search'} "
+            f"({type(exc).__name__}); the decisions made "
             "before it are kept"], self.build_notes)
 
     def _text(self) -> str:

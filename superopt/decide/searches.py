@@ -3,8 +3,10 @@ the emulator) and on a Dask cluster's GPU workers. Both first prepare the kernel
 left, its launch-spec sources, and whether the capture says it is worth searching."""
 from __future__ import annotations
 
+import threading
 import time
 from contextlib import nullcontext
+from dataclasses import dataclass
 
 from superopt.decide.job import KernelJob, SearchOutcome
 from superopt.decide.run import ModuleRun, plan_of
@@ -55,23 +57,60 @@ def _prepare(run: ModuleRun, job: KernelJob, spec_for) -> bool:
     return True
 
 
+@dataclass
+class _Pending:
+    """A kernel searched in a thread of its own, until its outcome is applied in job order."""
+    job: KernelJob
+    slot: int                         # its place among the module's records
+    phases: object                    # superopt.judge.phases.Phases
+    started: float
+    result: tuple | None = None       # what _search returned, or ("raised", exc)
+    seconds: float = 0.0
+    done: bool = False
+
+
 class LocalSearch:
-    """A search in this process: one GPU leased for the kernel's whole search (a free one of
-    those visible; waiting for one is bounded by the deadline), or the emulator."""
+    """A search in this process: on the GPU (each GPU step held only while it runs:
+    superopt.judge.devices), a free one of those visible (waiting for one is bounded by the
+    deadline), or the emulator.
+
+    On the GPU, up to ``NVCC_PLUS_KERNEL_SEARCHES`` kernels of the module are searched at once,
+    each in a daemon thread with its judge and GPU worker of its own (backend slots:
+    superopt.judge.backends.base.backend_slot). A compilation's kernels otherwise take turns, and
+    on the economy bench the compilations with several costly kernels (a scan's four, an
+    equalisation's two) were the build's last minute. Their outcomes are applied in the jobs'
+    order (the records' order and the module's text do not depend on which search ends first);
+    one that ends early waits for those before it. Daemon threads: the driver's time limit,
+    raised in this thread while it waits, neither waits for them nor keeps the process alive."""
 
     name = "local"
 
     def __init__(self, run: ModuleRun, judge=None, spec_for=None):
         self.run, self._judge, self.spec_for = run, judge, spec_for
-        self._warming = None            # the thread starting the GPU worker (_prewarm)
+        self._injected = judge is not None
+        self._warming: dict[int, object] = {}   # slot -> the thread starting its GPU worker (_prewarm)
+        self._judges: dict[int, object] = {}    # slot -> its judge (slot 0: self.judge)
+        self._pending: list[_Pending] = []      # in job order, not applied yet
+        self._free: list[int] | None = None     # slots no search thread uses now
+        self._cond = threading.Condition()
 
     @property
     def judge(self):
         if self._judge is None:
-            from superopt.judge import BackendJudge
-            o = self.run.options
-            self._judge = BackendJudge(o.backend, o.policy, o.check_sets, o.timing_reps)
+            self._judge = self._new_judge()
         return self._judge
+
+    def _new_judge(self):
+        from superopt.judge import BackendJudge
+        o = self.run.options
+        return BackendJudge(o.backend, o.policy, o.check_sets, o.timing_reps)
+
+    def _judge_for(self, slot: int):
+        if slot == 0:
+            return self.judge
+        if slot not in self._judges:
+            self._judges[slot] = self._new_judge()
+        return self._judges[slot]
 
     def searches(self) -> bool:
         """Whether this source will search at all (a GPU, or NVCC_PLUS_NO_GPU=estimate)."""
@@ -89,8 +128,19 @@ class LocalSearch:
         from superopt.judge import BackendJudge
         return BackendJudge.gpu_usable()[0]
 
+    def at_once(self) -> int:
+        """How many of the module's kernels are searched at once: ``NVCC_PLUS_KERNEL_SEARCHES``
+        with the GPU judges this source makes; 1 with a judge given to it (a test's, a cluster
+        worker's), on the emulator (the GIL, not a GPU, would pace it) and under a whole-search
+        lease (the second search would wait for the first's)."""
+        if self._injected or getattr(self.judge, "backend", None) != "gpu" or len(self.run.todo) < 2:
+            return 1
+        from superopt.judge.devices import lease_mode
+        if lease_mode() == "search":
+            return 1
+        return int(self.run.settings.number("NVCC_PLUS_KERNEL_SEARCHES", 2, minimum=1, integer=True))
+
     def decide(self, job: KernelJob) -> bool:
-        from superopt.judge.devices import GpuBusy, NoDevice
         from superopt.judge.phases import recording
         run = self.run
         if not self.searches():
@@ -99,70 +149,154 @@ class LocalSearch:
             if run.lock_path is None:
                 run.note_for_build(NO_GPU_NO_LOCKFILE)
             return True
-        judge = self.judge
+        many = self.at_once()
         with recording() as phases:
-            self._prewarm()
+            self._prewarm(0)
             if not prepare(run, job, self.spec_for):
                 return True
             # the kernel's module facts (the restrict-compiled variant: a cicc run) before the GPU is
             # held, and only for a kernel that can be judged
             options = run.options_for(job.kernel) if job.choices else run.options
-            hold = getattr(judge, "hold", None)
-            run.notify("kernel_started", job.signature or job.kernel, job.index, job.total, run.options.budget_s)
-            started = time.monotonic()
-            try:
-                with (hold(_gpu_wait_deadline(run.deadline)) if hold else nullcontext()) as device:
-                    kr, winner, chosen, tried = search_choices(
-                        run.module, job.kernel, job.choices, options=options, deadline=run.deadline,
-                        share=job.share, judge=judge, target=run.target)
-                    if device is not None:
-                        kr["device"] = {"name": device.name, "uuid": device.uuid, "ordinal": device.ordinal}
-            except GpuBusy:
-                run.no_free_gpu.append(job.kernel)
-                # the GPU work done before the wait that timed out is part of the build's
-                # (bench/economy adds up the records' phases)
-                run.skip(job, "not searched: no GPU became free before the optimizer's time limit",
-                         phases=phases.to_dict())
-                return True
-            except NoDevice as exc:
-                run.skip(job, f"not searched: {exc}")
-                if f"{exc}; nvcc's code kept" not in run.messages:
-                    run.messages.append(f"{exc}; nvcc's code kept")
-                return True
-        seconds = time.monotonic() - started
+            if not job.choices:
+                many = 1                # nothing to judge with: no thread or GPU worker for it
+            if many <= 1:
+                run.notify("kernel_started", job.signature or job.kernel, job.index, job.total, run.options.budget_s)
+                started = time.monotonic()
+                got = self._search(job, self.judge, options)
+                seconds = time.monotonic() - started
+        if many <= 1:
+            self._apply(job, run.add(None), got, phases, seconds)
+            return True
+        place = run.add(None)
+        slot = self._take_slot(many)
+        judge = self._judge_for(slot)
+        self._prewarm(slot)
+        run.notify("kernel_started", job.signature or job.kernel, job.index, job.total, run.options.budget_s)
+        pending = _Pending(job, place, phases, time.monotonic())
+        self._pending.append(pending)
+        run.searching.add(job.kernel)
+        threading.Thread(target=self._search_in_thread, args=(pending, slot, judge, options),
+                         name=f"superopt-search-{slot}", daemon=True).start()
+        return True
+
+    def _search(self, job: KernelJob, judge, options) -> tuple:
+        """Search one kernel (in this thread): ("searched", record, winner, chosen, tried,
+        judge), ("busy",) when no GPU became free in time, or ("no device", exc)."""
+        from superopt.judge.devices import GpuBusy, NoDevice
+        run = self.run
+        hold = getattr(judge, "hold", None)
+        try:
+            with (hold(_gpu_wait_deadline(run.deadline)) if hold else nullcontext()) as device:
+                kr, winner, chosen, tried = search_choices(
+                    run.module, job.kernel, job.choices, options=options, deadline=run.deadline,
+                    share=job.share, judge=judge, target=run.target)
+                if device is not None:
+                    kr["device"] = {"name": device.name, "uuid": device.uuid, "ordinal": device.ordinal}
+        except GpuBusy:
+            return ("busy",)
+        except NoDevice as exc:
+            return ("no device", exc)
+        return ("searched", kr, winner, chosen, tried, judge)
+
+    def _search_in_thread(self, pending: _Pending, slot: int, judge, options) -> None:
+        from superopt.judge.backends.base import backend_slot
+        from superopt.judge.phases import recording
+        try:
+            with backend_slot(slot), recording(pending.phases):
+                pending.result = self._search(pending.job, judge, options)
+        except BaseException as exc:  # noqa: BLE001 - raised in the compilation's thread when applied
+            pending.result = ("raised", exc)
+        finally:
+            pending.seconds = time.monotonic() - pending.started
+            with self._cond:
+                pending.done = True
+                self._free.append(slot)
+                self._cond.notify_all()
+
+    def _take_slot(self, many: int) -> int:
+        """A backend slot no search thread uses, applying finished outcomes while it waits."""
+        while True:
+            self._apply_finished()
+            with self._cond:
+                if self._free is None:
+                    self._free = list(range(many))
+                if self._free:
+                    self._free.sort()
+                    return self._free.pop(0)
+                self._cond.wait(0.5)
+
+    def _apply_finished(self, *, skipping: bool = False) -> None:
+        """Apply the outcomes of the finished searches at the front of the queue, in job order;
+        ``skipping``: also those behind a search still running (an interruption's salvage)."""
+        for pending in list(self._pending):
+            if not pending.done:
+                if not skipping:
+                    break
+                continue
+            self._pending.remove(pending)
+            self.run.searching.discard(pending.job.kernel)
+            self._apply(pending.job, pending.slot, pending.result, pending.phases, pending.seconds)
+
+    def _apply(self, job: KernelJob, slot: int, got: tuple, phases, seconds: float) -> None:
+        run = self.run
+        how = got[0]
+        if how == "raised":
+            raise got[1]
+        if how == "busy":
+            run.no_free_gpu.append(job.kernel)
+            # the GPU work done before the wait that timed out is part of the build's
+            # (bench/economy adds up the records' phases)
+            run.skip(job, "not searched: no GPU became free before the optimizer's time limit",
+                     phases=phases.to_dict(), slot=slot)
+            return
+        if how == "no device":
+            exc = got[1]
+            run.skip(job, f"not searched: {exc}", slot=slot)
+            if f"{exc}; nvcc's code kept" not in run.messages:
+                run.messages.append(f"{exc}; nvcc's code kept")
+            return
+        _, kr, winner, chosen, tried, judge = got
         kr["phases"] = phases.to_dict()
         run.stats["searches"] += 1
         run.stats["search_s"] += seconds
         run.notify("kernel_finished", job.signature or job.kernel, str(kr.get("status")), seconds)
         run.settle(job, SearchOutcome(kr, winner.plan if winner is not None else None, chosen, tried,
                                       seconds=seconds, searched_on=_searched_on(kr, judge), store=judge.can_time),
-                   run.add(None))
-        return True
+                   slot)
 
-    def _prewarm(self) -> None:
-        """Start the GPU worker (a process and a CUDA context, about a second) in the background
-        while the first kernel's specs are resolved and its candidates made: off the GPU's
-        critical path, and never holding the GPU."""
-        if self._warming is not None or getattr(self.judge, "backend", None) != "gpu":
+    def _prewarm(self, slot: int) -> None:
+        """Start the GPU worker of backend slot ``slot`` (a process and a CUDA context, about a
+        second) in the background while the kernel's specs are resolved and its candidates
+        made: off the GPU's critical path, and never holding the GPU."""
+        if slot in self._warming or getattr(self._judge_for(slot), "backend", None) != "gpu":
             return
-        import threading
 
         from superopt.judge.phases import in_context
 
         def warm():
             from superopt.judge import devices
-            from superopt.judge.backends.base import BackendUnavailable, get_backend
+            from superopt.judge.backends.base import BackendUnavailable, backend_slot, get_backend
             try:
-                with devices.assign():
+                with devices.assign(), backend_slot(slot):
                     get_backend("gpu").available()
             except (devices.NoDevice, BackendUnavailable, ValueError):
                 pass                    # the search's own first GPU step says why
 
-        self._warming = threading.Thread(target=in_context(warm), name="superopt-gpu-warm", daemon=True)
-        self._warming.start()
+        self._warming[slot] = threading.Thread(target=in_context(warm), name=f"superopt-gpu-warm-{slot}", daemon=True)
+        self._warming[slot].start()
 
     def finish(self) -> None:
-        pass
+        """Wait for the searches still running and apply their outcomes, in job order."""
+        while self._pending:
+            self._apply_finished()
+            with self._cond:
+                if self._pending and not self._pending[0].done:
+                    self._cond.wait(0.5)
+
+    def salvage(self) -> None:
+        """After an interruption: apply what the finished searches decided (in job order), so
+        the partial result keeps it; the searches still running are left to end with the process."""
+        self._apply_finished(skipping=True)
 
 
 class ClusterSearches:

@@ -328,9 +328,11 @@ def in_thread(fn):
         return fn
     deadline = getattr(_local, "deadline", None)
     leased = getattr(_local, "leased_uuid", None) == dev.uuid
+    from superopt.judge.backends.base import backend_slot, current_slot
+    slot = current_slot()           # and the same GPU worker (a search thread's own)
 
     def run(*a, **kw):
-        with _using(dev, deadline=deadline, leased=leased):
+        with _using(dev, deadline=deadline, leased=leased), backend_slot(slot):
             return fn(*a, **kw)
     return run
 

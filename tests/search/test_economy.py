@@ -746,3 +746,135 @@ def test_the_bytes_a_timing_counts_are_read_off_the_baseline_once(monkeypatch):
     first.add("not a buffer")                        # the caller's copy: the cache stays as it was
     assert timing.buffers_read(ptx, spec) == first - {"not a buffer"} and first - {"not a buffer"}
     assert len(parses) == 1
+
+
+# ---------------------------------------------------------------- a compilation's kernels at once
+
+class _SlowFirstJudge(FakeGpuJudge):
+    """The fake GPU judge of one search thread; the first one made (slot 0) takes longer per
+    step, so the module's first kernel finishes after its second."""
+    made: list = []
+
+    def __init__(self):
+        super().__init__(step_s=0.03 if not _SlowFirstJudge.made else 0.002)
+        self.threads, self.spans = set(), []
+        _SlowFirstJudge.made.append(self)
+
+    def verify(self, base, cand, spec, **kw):
+        import threading
+        self.threads.add(threading.current_thread().name)
+        t0 = time.monotonic()
+        try:
+            return super().verify(base, cand, spec, **kw)
+        finally:
+            self.spans.append((t0, time.monotonic()))
+
+
+def _optimize_three(tmp_path, monkeypatch, searches: str):
+    from superopt.config.resolved import Settings
+    from superopt.decide.searches import LocalSearch
+    from superopt.optimize import optimize_module
+    from tests.search.test_search import DATA
+    _SlowFirstJudge.made = []
+    monkeypatch.setattr(LocalSearch, "_new_judge", lambda self: _SlowFirstJudge())
+    monkeypatch.setenv("NVCC_PLUS_CACHE_DIR", str(tmp_path / f"cache-{searches}"))
+    kernels = ["_Z10saxpy_loopPfPKffi", "_Z7diamondPiPKii", "_Z6rowsumPfPKfii"]
+    settings = Settings({"passes": OPTS.passes, "sanitize": "off", "kernel_searches": searches})
+    return optimize_module(DATA.read_text(), settings=settings, kernels=kernels,
+                           spec_for=lambda m, k: ([{"x": 1}], "test")), kernels
+
+
+def test_a_compilations_kernels_are_searched_at_once_and_applied_in_their_order(fake_gpu, tmp_path, monkeypatch):
+    """NVCC_PLUS_KERNEL_SEARCHES=2: two search threads, each with its own judge (its own GPU
+    worker on a real GPU), searching at the same time; the records and the module's text are
+    those of the searches one after the other, though the first kernel's ends last."""
+    together, kernels = _optimize_three(tmp_path, monkeypatch, "2")
+    judges = list(_SlowFirstJudge.made)
+    assert len(judges) == 2 and all(j.steps for j in judges)
+    assert {t for j in judges for t in j.threads} == {"superopt-search-0", "superopt-search-1"}
+    slow, fast = judges
+    assert any(a0 < b1 and b0 < a1 for a0, a1 in slow.spans for b0, b1 in fast.spans), "never at the same time"
+    alone, _ = _optimize_three(tmp_path, monkeypatch, "1")
+    assert len(_SlowFirstJudge.made) == 1 and _SlowFirstJudge.made[0].threads == {"MainThread"}
+    assert sorted(k["kernel"] for k in alone.records["kernels"]) == sorted(kernels)
+    assert [k["kernel"] for k in together.records["kernels"]] == [k["kernel"] for k in alone.records["kernels"]]
+    assert [(k["status"], k.get("winner")) for k in together.records["kernels"]] == \
+        [(k["status"], k.get("winner")) for k in alone.records["kernels"]]
+    assert together.ptx == alone.ptx and together.changed
+    assert all("phases" in k and k["phases"]["gpu_check_n"] for k in together.records["kernels"])
+
+
+def test_a_search_that_raises_in_its_thread_raises_in_the_compilation_and_keeps_the_others(fake_gpu, tmp_path,
+                                                                                            monkeypatch):
+    """An exception in a search thread reaches optimize_module's caller with the partial result:
+    the kernels whose searches ended keep their outcome, the failed one keeps nvcc's code."""
+    from superopt.config.resolved import Settings
+    from superopt.decide.searches import LocalSearch
+    from superopt.optimize import optimize_module
+    from tests.search.test_search import DATA
+
+    class Broken(FakeGpuJudge):
+        def hold(self, deadline=None):
+            raise ZeroDivisionError("the judge broke")
+    made = []
+
+    def new_judge(self):                # the first kernel's search ends; the second's raises
+        made.append(FakeGpuJudge(step_s=0.01) if not made else Broken())
+        return made[-1]
+    monkeypatch.setattr(LocalSearch, "_new_judge", new_judge)
+    monkeypatch.setenv("NVCC_PLUS_CACHE_DIR", str(tmp_path / "cache"))
+    kernels = ["_Z10saxpy_loopPfPKffi", "_Z7diamondPiPKii"]
+    settings = Settings({"passes": OPTS.passes, "sanitize": "off", "kernel_searches": "2"})
+    with pytest.raises(ZeroDivisionError) as got:
+        optimize_module(DATA.read_text(), settings=settings, kernels=kernels,
+                        spec_for=lambda m, k: ([{"x": 1}], "test"))
+    part = got.value.partial
+    first, second = part.records["kernels"]
+    assert first["phases"]["gpu_check_n"] and first["status"] in ("optimized", "kept-baseline")
+    assert made[0].steps, "the search that ended is kept"
+    assert second["reason"].startswith("interrupted while being searched: ZeroDivisionError"), second["reason"]
+
+
+def test_a_time_limit_stops_a_compilation_waiting_for_its_search_threads(fake_gpu, tmp_path, monkeypatch):
+    """The driver's NVCC_PLUS_TIMEOUT is an alarm raised in the compilation's thread: waiting
+    for search threads does not swallow or outlast it, and what ended before it is kept."""
+    import signal
+    import threading
+
+    from superopt.config.resolved import Settings
+    from superopt.decide.searches import LocalSearch
+    from superopt.optimize import optimize_module
+    from tests.search.test_search import DATA
+    release = threading.Event()
+
+    class Stuck(FakeGpuJudge):
+        def hold(self, deadline=None):
+            release.wait(30)                 # a search that would outlast the limit
+            return super().hold(deadline)
+    made = []
+
+    def new_judge(self):
+        made.append(FakeGpuJudge() if not made else Stuck())
+        return made[-1]
+    monkeypatch.setattr(LocalSearch, "_new_judge", new_judge)
+    monkeypatch.setenv("NVCC_PLUS_CACHE_DIR", str(tmp_path / "cache"))
+
+    def alarm(signum, frame):
+        raise TimeoutError("NVCC_PLUS_TIMEOUT")
+    old = signal.signal(signal.SIGALRM, alarm)
+    t0 = time.monotonic()
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 1.0)
+        with pytest.raises(TimeoutError) as got:
+            optimize_module(DATA.read_text(), kernels=["_Z10saxpy_loopPfPKffi", "_Z7diamondPiPKii"],
+                            settings=Settings({"passes": OPTS.passes, "sanitize": "off", "kernel_searches": "2"}),
+                            spec_for=lambda m, k: ([{"x": 1}], "test"))
+        waited = time.monotonic() - t0
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+        release.set()
+    assert waited < 3.0
+    first, second = got.value.partial.records["kernels"]
+    assert first.get("phases") and made[0].steps               # ended before the limit: kept
+    assert second["reason"].startswith("interrupted while being searched: TimeoutError")

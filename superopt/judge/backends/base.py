@@ -17,6 +17,7 @@ import hashlib
 import importlib
 import threading
 from abc import ABC, abstractmethod
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -161,18 +162,42 @@ def backend_names() -> list[str]:
     return sorted(_FACTORIES)
 
 
+_SLOT = threading.local()
+
+
+@contextmanager
+def backend_slot(slot: int):
+    """The GPU backends this thread gets are slot ``slot``'s: a compilation searching two
+    kernels at once (superopt.decide.searches) gives each search thread a GPU worker of its own.
+    One shared worker would deadlock them: a request holds the backend's lock while it waits
+    for the GPU, and a timing window of the other thread holds the GPU across its requests."""
+    before = getattr(_SLOT, "slot", 0)
+    _SLOT.slot = int(slot)
+    try:
+        yield
+    finally:
+        _SLOT.slot = before
+
+
+def current_slot() -> int:
+    """This thread's backend slot (0 unless :func:`backend_slot` says otherwise)."""
+    return getattr(_SLOT, "slot", 0)
+
+
 def get_backend(name: str, *, fresh: bool = False) -> Backend:
     """The (per-process shared) backend instance for ``name``.
 
     Raises BackendUnavailable when the backend does not exist (e.g. the emulator before it
     is written) or cannot be constructed.
     """
-    # The GPU backend has one instance per device: its worker process is bound to one GPU,
-    # and a search runs on the GPU its thread has leased (superopt.judge.devices).
+    # The GPU backend has one instance per device and slot: its worker process is bound to one
+    # GPU, and a search runs on the GPU its thread has leased (superopt.judge.devices).
     key = name
     if name == "gpu":
         from superopt.judge.devices import default_ordinal
         key = f"gpu:{default_ordinal()}"
+        if current_slot():
+            key += f"/{current_slot()}"
     with _LOCK:
         if not fresh and key in _INSTANCES:
             return _INSTANCES[key]
@@ -199,7 +224,7 @@ def get_backend(name: str, *, fresh: bool = False) -> Backend:
 def close_idle_gpu_backends(busy: set[int]) -> None:
     """Close the shared GPU backends whose device is not in ``busy`` (ordinals in use)."""
     with _LOCK:
-        idle = [k for k in _INSTANCES if k.startswith("gpu:") and int(k[4:]) not in busy]
+        idle = [k for k in _INSTANCES if k.startswith("gpu:") and int(k[4:].partition("/")[0]) not in busy]
         closing = [_INSTANCES.pop(k) for k in idle]
     for inst in closing:
         inst.close()
