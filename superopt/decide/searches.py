@@ -74,8 +74,8 @@ class LocalSearch:
     superopt.judge.devices), a free one of those visible (waiting for one is bounded by the
     deadline), or the emulator.
 
-    On the GPU, up to ``NVCC_PLUS_KERNEL_SEARCHES`` kernels of the module are searched at once,
-    each in a daemon thread with its judge and GPU worker of its own (backend slots:
+    On the GPU, up to ``NVCC_PLUS_KERNEL_SEARCHES`` (1 by default) kernels of the module are
+    searched at once, each in a daemon thread with its judge and GPU worker of its own (backend slots:
     superopt.judge.backends.base.backend_slot). A compilation's kernels otherwise take turns, and
     on the economy bench the compilations with several costly kernels (a scan's four, an
     equalisation's two) were the build's last minute. Their outcomes are applied in the jobs'
@@ -138,7 +138,7 @@ class LocalSearch:
         from superopt.judge.devices import lease_mode
         if lease_mode() == "search":
             return 1
-        return int(self.run.settings.number("NVCC_PLUS_KERNEL_SEARCHES", 2, minimum=1, integer=True))
+        return int(self.run.settings.number("NVCC_PLUS_KERNEL_SEARCHES", 1, minimum=1, integer=True))
 
     def decide(self, job: KernelJob) -> bool:
         from superopt.judge.phases import recording
