@@ -436,6 +436,15 @@ def _held_elsewhere() -> None:
     """:func:`gpu_step`'s early release where the step does not hold the GPU itself."""
 
 
+def holds_alone(gpu: str) -> bool:
+    """Whether this thread holds GPU ``gpu`` alone now: a timing window that has taken it, a
+    whole-search lease, or a ``time`` step it is inside."""
+    window = getattr(_local, "window", None)
+    if window is not None and window["gpu"] == gpu and window["main"] is not None:
+        return True
+    return getattr(_local, "leased_uuid", None) == gpu or getattr(_local, "step", None) == fcntl.LOCK_EX
+
+
 @contextmanager
 def exclusive_window(gpu: str):
     """Several timings of this thread in one hold of GPU ``gpu`` alone: other compilations'

@@ -45,7 +45,8 @@ PHASES = {
                 "(superopt.judge.backends.resident)",
     "gpu_reply": "GPU worker: writing the changed buffers for the reply",
     "gpu_worker": "GPU worker: its whole run requests (the rest of gpu_check is the requests' and replies' transport)",
-    # inside gpu_time: the worker's parts of its timing requests
+    # the worker's parts of its timing requests: inside gpu_time, or inside gpu_check for the
+    # part before the rounds when it ran apart under a shared step (GpuBackend.time_pair)
     "gpu_time_keep": "GPU worker, timing: reading the set's blobs, keeping inputs on the GPU and checking the kept copies",
     "gpu_time_load": "GPU worker, timing: loading both modules",
     "gpu_time_fill": "GPU worker, timing: allocating and filling the two copies of the input set",

@@ -30,6 +30,7 @@ w = object.__new__(Worker)
 w.store = WorkerStore(64 << 20, alloc, upload, lambda d: device.pop(d, None),
                       lambda d, n: hash(bytes(device[d][:n])))
 log = []
+prepared = None         # (id, blobs, kept device copies) of a prepared timing
 _proto.send(1, {"ok": True, "info": {"name": "Fake GPU", "pid": os.getpid(), "resident_limit": w.store.limit}})
 while True:
     try:
@@ -41,11 +42,24 @@ while True:
     if req.get("op") == "log":
         _proto.send(1, {"log": log})
         continue
+    if req.get("op") == "time_prepare":
+        # the real worker's setup of a timing before its rounds (under a shared GPU step): it
+        # chooses what the copies are filled from, kept for the "time" request naming it
+        prepared = (req["prepare_id"], *w._timing_blobs(req))
+        log.append({"op": "time", "resident": req.get("resident"), "from_device": sorted(prepared[2]),
+                    "kept": len(w.store), "prepared": True})
+        _proto.send(1, {"prepared": req["prepare_id"]})
+        continue
     if req.get("op") == "time":
         # the real worker's choice of what a timing fills from kept copies; the reply says
         # which bytes each buffer of the set would get
-        blobs, dev = w._timing_blobs(req)
-        log.append({"op": "time", "resident": req.get("resident"), "from_device": sorted(dev), "kept": len(w.store)})
+        if prepared is not None and req.get("prepared") == prepared[0]:
+            _, blobs, dev = prepared
+        else:
+            blobs, dev = w._timing_blobs(req)
+            log.append({"op": "time", "resident": req.get("resident"), "from_device": sorted(dev),
+                        "kept": len(w.store)})
+        prepared = None
         seen = [bytes(device[dev[it[1]]]) if it[1] in dev else np.asarray(blobs[it[1]]).tobytes()
                 for it in req["set"]["params"] if it[0] in ("b", "e", "u")]
         _proto.send(1, {"a_ms": [1.0] * 30, "b_ms": [1.0] * 30, "seen": [x.hex() for x in seen]})

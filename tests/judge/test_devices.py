@@ -327,3 +327,69 @@ def test_a_run_request_lets_the_gpu_go_when_the_worker_says_its_gpu_work_is_done
         assert timed["free_while_replying"] is False
     finally:
         be.close()
+
+
+# A worker stand-in for a timing: it answers "time_prepare" and "time" and says, for each,
+# whether another compilation's check could have taken the GPU meanwhile (a shared lock).
+_FAKE_TIMING_WORKER = r'''
+import fcntl, os, sys
+from superopt.judge.backends import _proto
+from superopt.judge.gpu_lock import lock_path
+IN, OUT = os.dup(0), os.dup(1)
+os.dup2(2, 1)
+UUID = sys.argv[1]
+_proto.send(OUT, {"ok": True, "info": {"uuid": UUID, "resident_limit": 0}})
+
+def a_check_could_run():
+    fd = os.open(lock_path(UUID), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return True
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+
+log = []
+while True:
+    req = _proto.recv(IN)
+    op = req.get("op")
+    if op == "exit":
+        break
+    if op == "log":
+        _proto.send(OUT, {"log": log})
+        continue
+    log.append({"op": op, "check_could_run": a_check_could_run(), "prepare_id": req.get("prepare_id"),
+                "prepared": req.get("prepared")})
+    if op == "time_prepare":
+        _proto.send(OUT, {"prepared": req["prepare_id"], "spent": {"fill": 0.01}})
+    else:
+        _proto.send(OUT, {"a_ms": [1.0] * 20, "b_ms": [1.0] * 20, "prepared_apart": req.get("prepared") is not None})
+'''
+
+
+def test_a_timing_fills_its_copies_under_a_shared_step_and_holds_the_gpu_alone_only_for_its_rounds(tmp_path):
+    """GpuBackend.time_pair: the copies in and the module loads (``time_prepare``) run while other
+    compilations' checks may too; the rounds (``time``, naming what was prepared) hold the GPU
+    alone. Inside a timing window that already holds the GPU alone, one request does both."""
+    from superopt.judge.backends.gpu import GpuBackend
+    from superopt.judge.inputs import make_input_set
+    from superopt.specs.launch_spec import load_spec
+    uuid = "GPU-fake0000-0000-0000-0000-00000000cafe"
+    worker = tmp_path / "fake_timing_worker.py"
+    worker.write_text(_FAKE_TIMING_WORKER)
+    spec = load_spec(str(ROOT / "tests" / "judge" / "kernels" / "judge.toml")).resolved({"n": 1000})
+    be = GpuBackend(worker_cmd=[sys.executable, str(worker), uuid], startup_timeout=30)
+    try:
+        be.time_pair("a", "b", spec, make_input_set(spec, seed=1), reps=20)
+        with devices.exclusive_window(uuid):
+            be.time_pair("a", "b", spec, make_input_set(spec, seed=2), reps=20)     # takes the window
+            be.time_pair("a", "b", spec, make_input_set(spec, seed=3), reps=20)     # inside it
+        log = be._request({"op": "log"}, 10)["log"]
+    finally:
+        be.close()
+    assert [e["op"] for e in log] == ["time_prepare", "time", "time_prepare", "time", "time"]
+    assert [e["check_could_run"] for e in log] == [True, False, True, False, False]
+    assert log[1]["prepared"] == log[0]["prepare_id"] and log[3]["prepared"] == log[2]["prepare_id"]
+    assert log[4]["prepared"] is None

@@ -123,7 +123,8 @@ def test_a_kernels_timings_send_one_input_set_written_once(monkeypatch):
     for _ in range(3):
         b.time_pair(PTX, PTX, SPEC, one)
     files = {m["blobs"]["file"] for m in sent}
-    assert len(sent) == 3 and len(files) == 1 and len(packs) == 1
+    # each timing is a prepare (under a shared step) and its rounds: both name the one file
+    assert [m["op"] for m in sent] == ["time_prepare", "time"] * 3 and len(files) == 1 and len(packs) == 1
     first = files.pop()
     assert os.path.exists(first) and first in gpu_mod._KEPT_FILES
     b.time_pair(PTX, PTX, SPEC, two)

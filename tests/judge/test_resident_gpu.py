@@ -147,6 +147,14 @@ _IN_PROCESS = textwrap.dedent('''
         timings.append(w.op_time(dict(treq, resident={"use": use, "keep": keep})))
     out["timing_kept"] = [(len(r["a_ms"]), sorted(r["spent"]), min(r["a_ms"] + r["b_ms"]) > 0) for r in timings]
     out["timing_plain"] = len(w.op_time(treq)["b_ms"])
+    # a timing prepared apart (op_time_prepare, under a shared step) and run by the request
+    # naming it; a request naming another one sets up again
+    prep = w.op_time_prepare(dict(treq, prepare_id=7))
+    got = w.op_time(dict(treq, prepared=7))
+    out["timing_prepared"] = [prep.get("prepared"), sorted(prep["spent"]), got["prepared_apart"], len(got["b_ms"]),
+                              sorted(got["spent"])]
+    w.op_time_prepare(dict(treq, prepare_id=8))
+    out["timing_mismatch"] = [w.op_time(dict(treq, prepared=9))["prepared_apart"], w.prepared is None]
     use, keep = ttable.plan(tw["sources"], set(range(len(tw["blobs"]))))
     d, n = w.store.get(next(iter(use.values())))
     cu.cuMemsetD8(d, 0x5A, 16)
@@ -191,6 +199,10 @@ def test_worker_compares_and_checks_kept_copies_on_the_device():
     for n, spent, positive in got["timing_kept"]:
         assert n == 30 and positive and {"keep", "load", "fill", "runs", "free", "total"} <= set(spent)
     assert got["timing_plain"] == 30
+    pid, prep_spent, apart, rounds, run_spent = got["timing_prepared"]
+    assert pid == 7 and {"keep", "load", "fill"} <= set(prep_spent) and apart is True and rounds == 30
+    assert "runs" in run_spent and "fill" not in run_spent and "load" not in run_spent
+    assert got["timing_mismatch"] == [False, True]
     assert "outside the kernel's buffers" in got["timing_bad"][0] and got["timing_bad"][1] is True
     assert got["second"] == ["crash"] and got["second_fatal"] is True
     assert "outside the kernel's buffers" in got["second_error"]

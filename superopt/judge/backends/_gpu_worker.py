@@ -341,6 +341,8 @@ class Worker:
         self.util_mod = None
         self.scrub_fn = None
         self.flush_fn = None
+        self.prepared = None            # a timing's state before its rounds (op_time_prepare)
+        self.prepared_id = None
         self.flush_buf = None
         self.sink = None
         self.peak = None
@@ -685,6 +687,7 @@ class Worker:
         """The request's runs; the reply's ``spent`` says where the worker's time went (seconds:
         load (a cubin) or jit (the driver compiling the PTX), fill, launch, readback, free, keep:
         the kept inputs' uploads and checks)."""
+        self._drop_prepared()           # the timing it was for is not coming (its parent gave up on it)
         return self._with_spent(self._op_run, req)
 
     def _spend(self, name: str, since: float) -> float:
@@ -847,28 +850,74 @@ class Worker:
         blobs, dev, _ = self._resident_blobs({"resident": {"use": use, "keep": keep}}, blobs)
         return blobs, dev
 
-    def _op_time(self, req: dict) -> dict:
+    def op_time_prepare(self, req: dict) -> dict:
+        """The part of a timing before its rounds (kept inputs, both modules loaded, both copies
+        of the set filled), kept for the ``time`` request that names it: the parent sends this
+        one under a GPU step shared with other compilations' checks, so the copies in (at
+        captured sizes hundreds of MB, from the host when the set is not kept) do not hold the
+        GPU alone. One prepared timing at a time; a new one frees the last."""
+        return self._with_spent(self._op_time_prepare, req)
+
+    def _op_time_prepare(self, req: dict) -> dict:
+        self._drop_prepared()
+        self.prepared = self._time_setup(req)
+        self.prepared_id = int(req["prepare_id"])
+        return {"prepared": self.prepared_id}
+
+    def _drop_prepared(self) -> None:
+        state, self.prepared = self.prepared, None
+        if state is not None:
+            self._time_teardown(state)
+
+    def _time_setup(self, req: dict) -> dict:
+        """Kept inputs, modules, functions and the two filled copies of a timing (see op_time)."""
         cu = self.cu
-        mods = []
-        allocs_all = []
+        state = {"mods": [], "allocs": [], "fns": [], "args": [], "dev": {}}
         t = time.perf_counter()
-        blobs, dev = self._timing_blobs(req)
+        blobs, state["dev"] = self._timing_blobs(req)
         t = self._spend("keep", t)
         try:
-            fns, argss = [], []
             for ptx, cubin in ((req["ptx_a"], req.get("cubin_a")), (req["ptx_b"], req.get("cubin_b"))):
                 mod, _ = self.load(ptx, cubin)
-                mods.append(mod)
+                state["mods"].append(mod)
                 fn = self.function(mod, req["kernel"])
                 if req.get("max_shared"):
                     self._chk(cu.cuFuncSetAttribute(fn, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                     int(req["max_shared"])), "cuFuncSetAttribute")
-                fns.append(fn)
+                state["fns"].append(fn)
                 t = self._spend("load", t)
-                args, allocs = self._alloc_set(req["set"], blobs, dev)   # separate copies for A and B
-                argss.append(args)
-                allocs_all.append(allocs)
+                args, allocs = self._alloc_set(req["set"], blobs, state["dev"])   # separate copies for A and B
+                state["args"].append(args)
+                state["allocs"].append(allocs)
                 t = self._spend("fill", t)
+        except BaseException:
+            self._time_teardown(state)
+            raise
+        return state
+
+    def _time_teardown(self, state: dict) -> None:
+        t = time.perf_counter()
+        for allocs in state["allocs"]:
+            self._free(allocs, scrub=False)
+        for m in state["mods"]:
+            try:
+                self.cu.cuModuleUnload(m)
+            except Exception:  # noqa: BLE001
+                pass
+        self._spend("free", t)
+
+    def _op_time(self, req: dict) -> dict:
+        cu = self.cu
+        apart = req.get("prepared") is not None and self.prepared is not None \
+            and self.prepared_id == int(req["prepared"])
+        if apart:
+            state, self.prepared = self.prepared, None      # what op_time_prepare made for it
+        else:
+            self._drop_prepared()       # (a worker that started again since has nothing prepared)
+            state = self._time_setup(req)
+        try:
+            t = time.perf_counter()
+            fns, argss, dev = state["fns"], state["args"], state["dev"]
             s = req["set"]
             flush = bool(req.get("flush_l2", True))
             ev0 = self._chk(cu.cuEventCreate(0), "cuEventCreate")
@@ -923,18 +972,10 @@ class Worker:
                     return {"error": f"memory outside the kernel's buffers changed during the timing (the "
                                      f"worker's device copy of {len(changed)} kept input(s))", "fatal": True}
             return {"a_ms": times[0], "b_ms": times[1], "warmup_pairs": warmed,
-                    "stopped": stopped, "stopped_as": stopped_as,
+                    "stopped": stopped, "stopped_as": stopped_as, "prepared_apart": apart,
                     "flush_bytes": self.flush_buf[1] if (flush and self.flush_buf) else 0}
         finally:
-            t = time.perf_counter()
-            for allocs in allocs_all:
-                self._free(allocs, scrub=False)
-            for m in mods:
-                try:
-                    cu.cuModuleUnload(m)
-                except Exception:  # noqa: BLE001
-                    pass
-            self._spend("free", t)
+            self._time_teardown(state)
 
     def op_peak(self, req: dict) -> dict:
         if self.peak is None:
@@ -990,6 +1031,8 @@ def main() -> None:
                 rep = w.op_run(req)
             elif op == "time":
                 rep = w.op_time(req)
+            elif op == "time_prepare":
+                rep = w.op_time_prepare(req)
             elif op == "peak":
                 rep = w.op_peak(req)
             else:
