@@ -31,7 +31,6 @@ every candidate of a search).
 from __future__ import annotations
 
 import functools
-
 import math
 import time
 from dataclasses import dataclass, field

@@ -301,6 +301,8 @@ while True:
         break
     if req.get("note_gpu_done"):
         _proto.send(OUT, {"gpu_done": True})
+    if len(sys.argv) > 2 and sys.argv[2] == "hang":
+        time.sleep(60)              # its GPU work done, a reply that never comes
     free = lock_taken_within(1.0)
     time.sleep(0.6)                 # the rest of the reply
     _proto.send(OUT, {"results": [], "free_while_replying": free})
@@ -393,3 +395,23 @@ def test_a_timing_fills_its_copies_under_a_shared_step_and_holds_the_gpu_alone_o
     assert [e["check_could_run"] for e in log] == [True, False, True, False, False]
     assert log[1]["prepared"] == log[0]["prepare_id"] and log[3]["prepared"] == log[2]["prepare_id"]
     assert log[4]["prepared"] is None
+
+
+def test_the_reply_after_gpu_done_is_bounded_by_the_requests_timeout(tmp_path):
+    """The GPU is let go at "gpu_done", but the request's limit still covers the reply: a worker
+    that never sends it is killed when the timeout runs out, and the GPU is free meanwhile."""
+    from superopt.judge.backends.gpu import GpuBackend
+    uuid = "GPU-fake0000-0000-0000-0000-00000000dead"
+    worker = tmp_path / "fake_worker.py"
+    worker.write_text(_FAKE_WORKER)
+    be = GpuBackend(worker_cmd=[sys.executable, str(worker), uuid, "hang"], startup_timeout=30)
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(TimeoutError, match="no answer within 2 s"):
+            be._request({"op": "run"}, 2.0, step="check")
+        assert 1.5 < time.monotonic() - t0 < 10
+        assert be._proc is None                          # killed
+        with devices.gpu_step(uuid, "time"):             # and the GPU was given back
+            pass
+    finally:
+        be.close()

@@ -233,6 +233,7 @@ class GpuBackend(Backend):
         # shared with checks even when checks take turns, never with a timing)
         self.run_step = run_step
         self._timing_wire_kept = None       # (inputs, spec, packed set, blobs descriptor): _timing_wire
+        self._prepared_seq = 0              # the id of the last timing prepared apart (time_pair)
         self._proc: subprocess.Popen | None = None
         self._stderr = None
         self._info: dict | None = None
@@ -565,7 +566,7 @@ class GpuBackend(Backend):
                 # checks; only the rounds hold the GPU alone. (Inside a timing window that already
                 # holds it alone, one request does all: the window's later timings fill their
                 # copies from inputs kept on the GPU.)
-                self._prepared_seq = getattr(self, "_prepared_seq", 0) + 1
+                self._prepared_seq += 1
                 prep = self._request(dict(msg, op="time_prepare", prepare_id=self._prepared_seq), limit,
                                      step="check")
                 add_timing_parts(prep.get("spent"))
