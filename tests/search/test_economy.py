@@ -752,12 +752,16 @@ def test_the_bytes_a_timing_counts_are_read_off_the_baseline_once(monkeypatch):
 
 class _SlowFirstJudge(FakeGpuJudge):
     """The fake GPU judge of one search thread; the first one made (slot 0) takes longer per
-    step, so the module's first kernel finishes after its second."""
+    step, so the module's first kernel finishes after its second. With `meet` set, each judge's
+    first check waits (at most 20 s) until the other judge is inside a check too: whether two
+    searches run at once must not depend on how a loaded 2-core machine schedules its threads
+    (CI once saw the two threads' checks interleave without overlapping)."""
     made: list = []
+    meet = None
 
     def __init__(self):
         super().__init__(step_s=0.03 if not _SlowFirstJudge.made else 0.002)
-        self.threads, self.spans = set(), []
+        self.threads, self.spans, self.met = set(), [], False
         _SlowFirstJudge.made.append(self)
 
     def verify(self, base, cand, spec, **kw):
@@ -765,6 +769,12 @@ class _SlowFirstJudge(FakeGpuJudge):
         self.threads.add(threading.current_thread().name)
         t0 = time.monotonic()
         try:
+            if self.meet is not None and not self.met:
+                self.met = True
+                try:                         # searched one after the other, this times out
+                    self.meet.wait(timeout=20)
+                except threading.BrokenBarrierError:
+                    pass
             return super().verify(base, cand, spec, **kw)
         finally:
             self.spans.append((t0, time.monotonic()))
@@ -775,7 +785,9 @@ def _optimize_three(tmp_path, monkeypatch, searches: str):
     from superopt.decide.searches import LocalSearch
     from superopt.optimize import optimize_module
     from tests.search.test_search import DATA
+    import threading
     _SlowFirstJudge.made = []
+    _SlowFirstJudge.meet = threading.Barrier(2) if searches == "2" else None
     monkeypatch.setattr(LocalSearch, "_new_judge", lambda self: _SlowFirstJudge())
     monkeypatch.setenv("NVCC_PLUS_CACHE_DIR", str(tmp_path / f"cache-{searches}"))
     kernels = ["_Z10saxpy_loopPfPKffi", "_Z7diamondPiPKii", "_Z6rowsumPfPKfii"]
@@ -793,6 +805,7 @@ def test_a_compilations_kernels_are_searched_at_once_and_applied_in_their_order(
     assert len(judges) == 2 and all(j.steps for j in judges)
     assert {t for j in judges for t in j.threads} == {"superopt-search-0", "superopt-search-1"}
     slow, fast = judges
+    assert not _SlowFirstJudge.meet.broken, "the two searches' checks never met"
     assert any(a0 < b1 and b0 < a1 for a0, a1 in slow.spans for b0, b1 in fast.spans), "never at the same time"
     alone, _ = _optimize_three(tmp_path, monkeypatch, "1")
     assert len(_SlowFirstJudge.made) == 1 and _SlowFirstJudge.made[0].threads == {"MainThread"}
