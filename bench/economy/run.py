@@ -48,6 +48,7 @@ from collections import Counter
 from pathlib import Path
 
 from bench.programs import run as programs
+from bench.economy.phase_timeline import build_timeline, read_phases
 from bench.economy.timeline import read_steps, timeline
 
 HERE = Path(__file__).resolve().parent
@@ -100,21 +101,34 @@ def compile_packages(*trees) -> dict:
 
 
 def wrapper(work: Path, tree: Path, name: str, profile_dir: Path | None = None) -> str:
-    """An nvcc-plus that runs ``tree``'s code (its own PYTHONPATH, whatever is installed); with
-    ``profile_dir``, each compilation's main thread under cProfile (``<mode>-<pid>.prof`` there:
-    a diagnosis, its overhead slows the build)."""
+    """An nvcc-plus that runs ``tree``'s code (its own PYTHONPATH, whatever is installed). Each
+    compilation writes its own span (phase ``compilation``, its .cu file as ``kernel``) to
+    SUPEROPT_PHASE_LOG when that is set (bench.economy.phase_timeline). With ``profile_dir``,
+    each compilation's main thread under cProfile (``<mode>-<pid>.prof`` there: a diagnosis, its
+    overhead slows the build)."""
     w = work / f"nvcc-plus-{name}"
-    run = f'"{sys.executable}" -m nvcc_plus "$@"'
+    shim = work / f"shim-{name}.py"
+    lines = ["import json, os, runpy, sys, time",
+             "t0 = time.time()",
+             "sys.argv = ['nvcc_plus'] + sys.argv[1:]",
+             "cu = next((a for a in sys.argv if a.endswith('.cu')), '')"]
     if profile_dir is not None:
         profile_dir.mkdir(parents=True, exist_ok=True)
-        shim = work / f"profiled-{name}.py"
-        shim.write_text("import cProfile, os, runpy, sys\n"
-                        f"out = os.path.join({str(profile_dir)!r}, '{name}-%d.prof' % os.getpid())\n"
-                        "sys.argv = ['nvcc_plus'] + sys.argv[1:]\n"
-                        "p = cProfile.Profile()\np.enable()\n"
-                        "try:\n    runpy.run_module('nvcc_plus', run_name='__main__', alter_sys=True)\n"
-                        "finally:\n    p.disable()\n    p.dump_stats(out)\n")
-        run = f'"{sys.executable}" "{shim}" "$@"'
+        lines += ["import cProfile",
+                  f"out = os.path.join({str(profile_dir)!r}, '{name}-%d.prof' % os.getpid())",
+                  "p = cProfile.Profile()", "p.enable()"]
+    lines += ["try:",
+              "    runpy.run_module('nvcc_plus', run_name='__main__', alter_sys=True)",
+              "finally:"]
+    if profile_dir is not None:
+        lines += ["    p.disable()", "    p.dump_stats(out)"]
+    lines += ["    log = os.environ.get('SUPEROPT_PHASE_LOG')",
+              "    if log:",
+              "        with open(log, 'a') as f:",
+              "            f.write(json.dumps({'pid': os.getpid(), 'thread': 0, 'kernel': os.path.basename(cu),",
+              "                                'phase': 'compilation', 'start': t0, 'end': time.time()}) + '\\n')"]
+    shim.write_text("\n".join(lines) + "\n")
+    run = f'"{sys.executable}" "{shim}" "$@"'
     w.write_text(f'#!/bin/sh\nPYTHONPATH="{tree}${{PYTHONPATH:+:$PYTHONPATH}}" exec {run}\n')
     w.chmod(0o755)
     return str(w)
@@ -148,12 +162,20 @@ def plus_env(base: dict, work: Path, mode: str, args, nvcc: str) -> dict:
     steps = step_log(work, mode)
     steps.unlink(missing_ok=True)
     env["SUPEROPT_GPU_STEP_LOG"] = str(steps)
+    phases = phase_log(work, mode)
+    phases.unlink(missing_ok=True)
+    env["SUPEROPT_PHASE_LOG"] = str(phases)
     return env
 
 
 def step_log(work: Path, mode: str) -> Path:
     """Where a mode's builds log their GPU steps (bench.economy.timeline)."""
     return work / f"gpu-steps-{mode}.jsonl"
+
+
+def phase_log(work: Path, mode: str) -> Path:
+    """Where a mode's builds log their compilations and search phases (bench.economy.phase_timeline)."""
+    return work / f"phases-{mode}.jsonl"
 
 
 # a build's working facts, not written to the results
@@ -418,6 +440,9 @@ def main(argv=None) -> int:
                              caps if mode == "tune" else None)
         for keep in {args.profile_dir, args.records_dir} - {None}:
             shutil.copytree(work / "records" / mode, keep / f"records-{mode}", dirs_exist_ok=True)
+            for logged in (step_log(work, mode), phase_log(work, mode)):
+                if logged.is_file():
+                    shutil.copy2(logged, keep / logged.name)
         builds[mode]["span"] = (began, time.time())
         log(f"{mode} build: {builds[mode]['wall_s']} s, rc {builds[mode]['rc']}")
         save()
@@ -437,6 +462,8 @@ def main(argv=None) -> int:
             result["modes"][mode].update(summarize_mode(mode, recs, worth, b.get("total_wall_s") or b["wall_s"]))
             span = b.get("span") or (None, None)
             result["modes"][mode]["gpu_timeline"] = timeline(read_steps(step_log(work, mode)), *span)
+            result["modes"][mode]["build_timeline"] = build_timeline(read_phases(phase_log(work, mode)),
+                                                                     read_steps(step_log(work, mode)), *span)
     save()
     run_modes = [m for m in builds if m in args.run_modes.split(",")] if args.run_modes else list(builds)
     # the programs, each mode's binary in turn

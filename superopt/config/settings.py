@@ -183,6 +183,10 @@ SETTINGS: tuple[Setting, ...] = (
             "after its launch; superopt.judge.backends.alloc_pool)", "developer"),
     Setting("SUPEROPT_GPU_STEP_LOG", "", "a file: one JSON line per GPU step (kind, process, when asked, "
             "got, released; bench/economy makes a timeline of it)", "developer"),
+    Setting("SUPEROPT_PHASE_LOG", "", "a file: one JSON line per phase of a kernel's search (process, "
+            "kernel, phase, start, end; bench/economy lays the build out in time with it)", "developer"),
+    Setting("SUPEROPT_GPU_WORKER_PROFILE", "", "a folder: each GPU worker runs under cProfile and "
+            "writes worker-<pid>.prof there when it exits (a diagnosis: it slows the worker)", "developer"),
     Setting("SUPEROPT_DRYRUN_TIME_S", "0.05", "bench/scale --dry-run: seconds a fake timing takes",
             "developer"),
     Setting("NVCC_PLUS_DEBUG", "", "1: `superopt` commands show the traceback of an internal error "

@@ -141,7 +141,7 @@ class LocalSearch:
         return int(self.run.settings.number("NVCC_PLUS_KERNEL_SEARCHES", 1, minimum=1, integer=True))
 
     def decide(self, job: KernelJob) -> bool:
-        from superopt.judge.phases import recording
+        from superopt.judge.phases import Phases, recording
         run = self.run
         if not self.searches():
             # Nothing stored could be applied: do not spend a build's time searching.
@@ -150,7 +150,7 @@ class LocalSearch:
                 run.note_for_build(NO_GPU_NO_LOCKFILE)
             return True
         many = self.at_once()
-        with recording() as phases:
+        with recording(Phases(job.kernel)) as phases:
             self._prewarm(0)
             if not prepare(run, job, self.spec_for):
                 return True

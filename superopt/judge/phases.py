@@ -69,11 +69,13 @@ _CURRENT: contextvars.ContextVar["Phases | None"] = contextvars.ContextVar("supe
 
 
 class Phases:
-    """Seconds per phase of one kernel's search (thread safe: pool threads add to it)."""
+    """Seconds per phase of one kernel's search (thread safe: pool threads add to it). ``label``
+    (the kernel) names its lines in SUPEROPT_PHASE_LOG."""
 
-    def __init__(self):
+    def __init__(self, label: str = ""):
         self.seconds: dict[str, float] = {}
         self.counts: dict[str, int] = {}
+        self.label = label
         self._lock = threading.Lock()
 
     def add(self, name: str, seconds: float) -> None:
@@ -123,10 +125,34 @@ def phase(name: str):
         yield
         return
     t0 = time.perf_counter()
+    began = time.time()
     try:
         yield
     finally:
         phases.add(name, time.perf_counter() - t0)
+        log_span(name, began, time.time(), phases.label)
+
+
+def log_span(name: str, start: float, end: float, label: str = "") -> None:
+    """One JSON line per phase in SUPEROPT_PHASE_LOG (a developer setting: the economy bench
+    lays the build's compilations out in time with it, bench.economy.phase_timeline). Wall-clock
+    times, as SUPEROPT_GPU_STEP_LOG's; one short O_APPEND write, so processes never interleave."""
+    from superopt.config.settings import env_value
+    path = env_value("SUPEROPT_PHASE_LOG")
+    if not path:
+        return
+    import json
+    import os
+    line = json.dumps({"pid": os.getpid(), "thread": threading.get_ident(), "kernel": label, "phase": name,
+                       "start": round(start, 6), "end": round(end, 6)})
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, (line + "\n").encode())
+        finally:
+            os.close(fd)
+    except OSError:
+        pass                          # a diagnostic: never a search's failure
 
 
 def add(name: str, seconds: float) -> None:

@@ -158,8 +158,8 @@ def run_search(payload: dict) -> dict:
     module = ptx_ir.parse(payload["ptx"])
     kernel = payload["kernel"]
     hold = getattr(judge, "hold", None)
-    from superopt.judge.phases import recording
-    with recording() as phases, (hold(deadline) if hold else _nothing()) as device:
+    from superopt.judge.phases import Phases, recording
+    with recording(Phases(kernel)) as phases, (hold(deadline) if hold else _nothing()) as device:
         model = judge_model(judge)
         kr, winner, chosen_index, tried = search_choices(
             module, kernel, payload["choices"], options=options, deadline=deadline, share=payload.get("share"),

@@ -1005,6 +1005,26 @@ class Worker:
 
 
 def main() -> None:
+    """The worker; under cProfile when SUPEROPT_GPU_WORKER_PROFILE names a folder (a diagnosis:
+    ``worker-<pid>.prof`` there, written when the parent closes the worker; a killed worker
+    writes none)."""
+    from superopt.config.settings import env_value
+    folder = env_value("SUPEROPT_GPU_WORKER_PROFILE")
+    if not folder:
+        return _serve()
+    import cProfile
+    prof = cProfile.Profile()
+    try:
+        prof.runcall(_serve)
+    finally:
+        try:
+            os.makedirs(folder, exist_ok=True)
+            prof.dump_stats(os.path.join(folder, f"worker-{os.getpid()}.prof"))
+        except OSError:
+            pass
+
+
+def _serve() -> None:
     # Own the protocol fds; anything printed to stdout afterwards lands on stderr.
     global _IN, _OUT
     _IN = os.dup(0)
