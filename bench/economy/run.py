@@ -104,8 +104,9 @@ def wrapper(work: Path, tree: Path, name: str, profile_dir: Path | None = None) 
     """An nvcc-plus that runs ``tree``'s code (its own PYTHONPATH, whatever is installed). Each
     compilation writes its own span (phase ``compilation``, its .cu file as ``kernel``) to
     SUPEROPT_PHASE_LOG when that is set (bench.economy.phase_timeline). With ``profile_dir``,
-    each compilation's main thread under cProfile (``<mode>-<pid>.prof`` there: a diagnosis, its
-    overhead slows the build)."""
+    each compilation under cProfile, its main thread in ``<mode>-<pid>.prof`` there and every
+    thread that ends in ``<mode>-<pid>-t<ident>.prof`` (a diagnosis: its overhead slows the build;
+    bench.economy.worker_profile --pattern merges them)."""
     w = work / f"nvcc-plus-{name}"
     shim = work / f"shim-{name}.py"
     lines = ["import json, os, runpy, sys, time",
@@ -116,7 +117,25 @@ def wrapper(work: Path, tree: Path, name: str, profile_dir: Path | None = None) 
         profile_dir.mkdir(parents=True, exist_ok=True)
         lines += ["import cProfile",
                   f"out = os.path.join({str(profile_dir)!r}, '{name}-%d.prof' % os.getpid())",
-                  "p = cProfile.Profile()", "p.enable()"]
+                  "p = cProfile.Profile()", "p.enable()",
+                  # the searches run in threads. Python 3.12's cProfile (sys.monitoring) sees every
+                  # thread and allows one profiler at a time; before 3.12 it sees the thread that
+                  # enabled it alone, so each thread gets its own profile, dumped when it ends
+                  "import threading",
+                  "_run = threading.Thread.run",
+                  "def _profiled(self):",
+                  "    q = cProfile.Profile()",
+                  "    try:",
+                  "        q.enable()",
+                  "    except ValueError:",
+                  "        return _run(self)",
+                  "    try:",
+                  "        _run(self)",
+                  "    finally:",
+                  "        q.disable()",
+                  "        q.dump_stats(out[:-5] + '-t%d.prof' % threading.get_ident())",
+                  "if sys.version_info < (3, 12):",
+                  "    threading.Thread.run = _profiled"]
     lines += ["try:",
               "    runpy.run_module('nvcc_plus', run_name='__main__', alter_sys=True)",
               "finally:"]

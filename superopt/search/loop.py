@@ -30,6 +30,7 @@ from __future__ import annotations
 import copy
 import math
 import os
+import threading
 import time
 import traceback
 from contextlib import nullcontext
@@ -98,12 +99,12 @@ def _split_by_cost(specs: list) -> tuple[list, list]:
     return cheap, costly
 
 
-def _verify_each(judge: Judge, baseline_ptx: str, cand_ptx: str, specs: list):
+def _verify_each(judge: Judge, baseline_ptx: str, cand_ptx: str, specs: list, *, fresh: bool = False):
     """The verdict on every shape of ``specs`` in order, stopping at the first not accepted;
-    (verdict, shapes checked)."""
+    (verdict, shapes checked). ``fresh``: on inputs drawn for each check alone."""
     verdict, checked = None, 0
     for one in specs:
-        verdict = judge.verify(baseline_ptx, cand_ptx, one)
+        verdict = judge.verify(baseline_ptx, cand_ptx, one, fresh=fresh)
         checked += 1
         if verdict.status != "accepted":
             break
@@ -213,13 +214,23 @@ def time_candidate(entry: dict, candidate: Candidate, baseline_ptx: str, specs: 
     return entry
 
 
-def _late_check(judge: Judge, baseline_ptx: str, cand: Candidate, specs: list, entry: dict) -> bool:
+def _late_check(judge: Judge, baseline_ptx: str, cand: Candidate, specs: list, entry: dict,
+                fresh_done: list | None = None) -> bool:
     """The check at the costly launch shapes that :func:`evaluate` left for the candidate to
-    keep. Records the verdict; False (and the fate rejected or not judged) if not accepted."""
+    keep. Records the verdict; False (and the fate rejected or not judged) if not accepted.
+
+    It runs on fresh inputs (drawn for this check alone), and the shapes it checked are added to
+    ``fresh_done``: no verdict at those shapes took part in choosing the candidate, so this check
+    is also its check on fresh inputs there (:func:`_fresh_check` leaves them out). Checking them
+    on the search's family of inputs first and on fresh inputs again drew and ran nvcc's code on
+    two families of inputs at the program's real size for every kept kernel (2026-12-04, the
+    economy bench on the H200: 3-4 s of host work each, most of a kept kernel's checks)."""
     if not entry.get("launch_shapes_unchecked"):
         return True
     costly = _split_by_cost(specs)[1]
-    verdict, more = _verify_each(judge, baseline_ptx, cand.ptx, costly)
+    verdict, more = _verify_each(judge, baseline_ptx, cand.ptx, costly, fresh=True)
+    if fresh_done is not None:
+        fresh_done.extend(costly[:more])
     entry["verdict"] = verdict.to_dict()
     entry["launch_shapes_checked"] = entry.get("launch_shapes_checked", 0) + more
     del entry["launch_shapes_unchecked"]
@@ -615,10 +626,16 @@ def _combine(module, kernel, entries, by_id, judge: Judge, run_one, within_budge
                 current_score, current_id = combo_score, e["id"]
 
 
-def _fresh_check(judge: Judge, baseline_ptx: str, cand: Candidate, specs: list, entry: dict) -> bool:
+def _fresh_check(judge: Judge, baseline_ptx: str, cand: Candidate, specs: list, entry: dict,
+                 done: list | None = None) -> bool:
     """Check the candidate to keep once more on inputs drawn for this check alone (the search's
-    checks share one family of inputs per kernel). Records the verdict; False if not accepted."""
-    for one in specs:
+    checks share one family of inputs per kernel), at every shape but those in ``done`` (checked
+    on fresh inputs already: :func:`_late_check`). Records the verdict; False if not accepted."""
+    done = done or []
+    left = [one for one in specs if not any(one is d for d in done)]
+    if len(left) < len(specs):
+        entry["fresh_checked_late"] = len(specs) - len(left)
+    for one in left:
         v = judge.verify(baseline_ptx, cand.ptx, one, fresh=True)
         entry["fresh_verdict"] = v.to_dict()
         if v.status != "accepted":
@@ -682,12 +699,56 @@ def _sanitized(judge: Judge, options: SearchOptions, baseline_ptx: str, cand: Ca
     the candidate has sanitizer errors that nvcc's code does not have."""
     if not options.sanitize:
         return True
-    res = judge.sanitize(baseline_ptx, cand.ptx, spec, options.sanitize)
+    return _sanitizer_verdict(judge.sanitize(baseline_ptx, cand.ptx, spec, options.sanitize), entry)
+
+
+def _sanitizer_verdict(res, entry: dict) -> bool:
+    """Record a sanitizer result (None: not run) in the entry; False if it rejects."""
+    if res is None:
+        return True
     entry["sanitizer"] = res.to_dict()
     if res.rejected:
         entry.update(fate=Fate.REJECTED_CHECK, reason=res.reason)
         return False
     return True
+
+
+def _sanitize_beside(judge: Judge, options: SearchOptions, baseline_ptx: str, cand: Candidate, spec):
+    """compute-sanitizer on the candidate to keep, started now in a thread of its own on this
+    thread's GPU, while this thread runs its last checks; returns a call that waits for its
+    result (None when no tool is asked for). A sanitizer run is mostly its own processes
+    starting and instrumenting (2-4 s per kept kernel on the H200, 2026-12-04), not this
+    process's work: beside the checks it takes no time of the search's own. Where this thread
+    cannot hand its GPU to another (a GPU step or timing window held), it runs when waited for.
+    The verdicts stay those of the checks in turn: the caller reads them in the same order."""
+    if not options.sanitize:
+        return lambda: None
+
+    def call():
+        return judge.sanitize(baseline_ptx, cand.ptx, spec, options.sanitize)
+    from superopt.judge import devices
+    from superopt.judge.phases import in_context
+    runner = devices.in_thread(call)
+    if runner is None:
+        return call
+    runner = in_context(runner)
+    got: list = []
+
+    def work():
+        try:
+            got.append(("ok", runner()))
+        except BaseException as exc:  # noqa: BLE001 - raised in the waiting thread
+            got.append(("raised", exc))
+    thread = threading.Thread(target=work, name="superopt-sanitize-beside", daemon=True)
+    thread.start()
+
+    def result():
+        thread.join()
+        how, value = got[0]
+        if how == "raised":
+            raise value
+        return value
+    return result
 
 
 # How many of the fastest candidates get a confirmation timing before the baseline is kept.
@@ -724,13 +785,21 @@ def _choose(entries, by_id, judge: Judge, options: SearchOptions, kernel: str, r
             # (superopt.search.launch_shapes), for this candidate alone.
             if not judge_other_shapes(judge, baseline_ptx, by_id[e["id"]], kernel, specs, options.launches, e):
                 continue
-            if not _late_check(judge, baseline_ptx, by_id[e["id"]], specs, e):
-                continue
-            if not _fresh_check(judge, baseline_ptx, by_id[e["id"]], specs, e):
-                continue
             # instrumented launches are slow (racecheck on a shared-memory kernel at a captured
-            # 2048^3 took minutes): the sanitizer runs at the smallest launch shape
-            if not _sanitized(judge, options, baseline_ptx, by_id[e["id"]], _smallest_spec(specs) or specs[0], e):
+            # 2048^3 took minutes): the sanitizer runs at the smallest launch shape, beside the
+            # last checks; its verdict is read after theirs, as when it ran after them
+            sanitized = _sanitize_beside(judge, options, baseline_ptx, by_id[e["id"]],
+                                         _smallest_spec(specs) or specs[0])
+            fresh_done: list = []
+            checked = (_late_check(judge, baseline_ptx, by_id[e["id"]], specs, e, fresh_done)
+                       and _fresh_check(judge, baseline_ptx, by_id[e["id"]], specs, e, fresh_done))
+            if not checked:
+                try:
+                    sanitized()         # waited for, its result not needed; a limit still stops the search
+                except Exception:  # noqa: BLE001 - a failure of a run whose verdict is not read
+                    pass
+                continue
+            if not _sanitizer_verdict(sanitized(), e):
                 continue
             if not _emulator_shadow(judge, options, baseline_ptx, by_id[e["id"]], specs, e):
                 continue

@@ -83,3 +83,27 @@ def test_the_bench_wrapper_logs_each_compilations_span(tmp_path):
     (row,) = read_phases(log)
     assert row["phase"] == "compilation" and row["kernel"] == "k.cu" and row["start"] <= row["end"]
     assert Path(sys.executable).exists()
+
+
+def test_the_profiled_wrapper_profiles_every_thread_of_a_compilation(tmp_path):
+    """The searches run in threads: a profile of the main thread alone misses them."""
+    from bench.economy.run import wrapper
+    from bench.economy.worker_profile import summarize
+    tree = tmp_path / "code"
+    (tree / "nvcc_plus").mkdir(parents=True)
+    (tree / "nvcc_plus" / "__init__.py").write_text("")
+    (tree / "nvcc_plus" / "__main__.py").write_text(
+        "import threading\n"
+        "def searched_in_a_thread():\n    sum(range(1000))\n"
+        "t = threading.Thread(target=searched_in_a_thread)\nt.start()\nt.join()\n")
+    prof = tmp_path / "prof"
+    compiler = wrapper(tmp_path, tree, "tune", prof)
+    r = subprocess.run([compiler, "-c", "src/k.cu"], cwd=tmp_path)
+    assert r.returncode == 0
+    main_thread = [p for p in prof.glob("tune-*.prof") if "-t" not in p.name]
+    threads = list(prof.glob("tune-*-t*.prof"))
+    # from Python 3.12 the main thread's profile sees every thread (one profiler at a time)
+    assert len(main_thread) == 1 and len(threads) == (0 if sys.version_info >= (3, 12) else 1)
+    table = summarize(prof, pattern="tune-*.prof")
+    assert table["workers"] == 1 + len(threads)
+    assert any("searched_in_a_thread" in row["function"] for row in table["by_cumulative"])

@@ -48,6 +48,7 @@ class SizeJudge(Judge):
     def verify(self, base_ptx, cand_ptx, spec, *, fresh=False):
         key = spec_key(spec)
         self.calls.append(("verify", key))
+        self.fresh_calls = getattr(self, "fresh_calls", []) + [(key, fresh)]
         if key == self.wrong_at:
             return Verdict("rejected", "buffer 'out' element 9000000 differs", "exact", {})
         return Verdict("accepted", "identical", "exact", {})
@@ -114,6 +115,45 @@ def test_the_kept_candidate_was_checked_at_every_shape(test_passes):  # noqa: F8
     win = next(e for e in result.record["candidates"] if e["fate"] == "winner")
     assert win["launch_shapes_checked"] == 2 and "launch_shapes_unchecked" not in win
     assert ("verify", spec_key(big)) in judge.calls
+
+
+def test_the_late_check_at_the_costly_shape_is_the_kept_candidates_check_on_fresh_inputs_there(test_passes):  # noqa: F811
+    """No verdict at the costly shape chose the candidate: its late check there runs on fresh
+    inputs and stands for the check on fresh inputs there (once at the program's real size, not
+    on the search's inputs and then on fresh ones); the small shape, where the search's checks
+    chose it, still gets its check on fresh inputs."""
+    from superopt.search.loop import search_kernel
+    from superopt.search.options import SearchOptions
+    big, small = big_spec(), vadd_spec()
+    judge = SizeJudge(speedup=1.3)
+    result = search_kernel(ptx_ir.parse(VADD), "vadd", [big, small], target="sm_90",
+                           options=SearchOptions(budget_s=60, passes=["test-nc-loads"], sanitize=()), judge=judge)
+    assert result.winner is not None
+    win = next(e for e in result.record["candidates"] if e["fate"] == "winner")
+    at_big = [fresh for key, fresh in judge.fresh_calls if key == spec_key(big)]
+    assert at_big == [True]
+    assert (spec_key(small), True) in judge.fresh_calls
+    assert win["fresh_checked_late"] == 1
+
+
+def test_a_candidate_wrong_on_fresh_inputs_at_the_costly_shape_is_rejected_by_the_late_check(test_passes):  # noqa: F811
+    """A candidate right on the search's inputs everywhere and wrong only on inputs it was not
+    chosen on, at the costly shape: the late check draws those and rejects it."""
+    from superopt.search.loop import search_kernel
+    from superopt.search.options import SearchOptions
+
+    class WrongOnFresh(SizeJudge):
+        def verify(self, base_ptx, cand_ptx, spec, *, fresh=False):
+            v = super().verify(base_ptx, cand_ptx, spec, fresh=fresh)
+            if fresh and spec_key(spec) == spec_key(big) and cand_ptx != base_ptx:
+                return Verdict("rejected", "buffer 'out' element 7 differs", "exact", {})
+            return v
+    big, small = big_spec(), vadd_spec()
+    judge = WrongOnFresh(speedup=1.3)
+    result = search_kernel(ptx_ir.parse(VADD), "vadd", [big, small], target="sm_90",
+                           options=SearchOptions(budget_s=60, passes=["test-nc-loads"], sanitize=()), judge=judge)
+    assert result.winner is None and result.record["status"] == "kept-baseline"
+    assert any("element 7 differs" in e["reason"] for e in result.record["candidates"])
 
 
 def built_in_candidate() -> Candidate:

@@ -1,0 +1,98 @@
+"""The sanitizer of the candidate to keep runs beside its last checks (the late check at the
+costly shape, the check on fresh inputs), not after them, and its verdict counts as before."""
+from __future__ import annotations
+
+import threading
+
+import ptx_ir
+import pytest
+from superopt.judge.cache import spec_key
+from superopt.judge.check import Verdict
+from superopt.judge.devices import GpuBusy
+from superopt.search.loop import search_kernel
+from superopt.search.options import SearchOptions
+from tests.model.helpers import VADD, test_passes  # noqa: F401 (a fixture)
+from tests.search.test_costly_shapes import SizeJudge, big_spec, vadd_spec
+
+
+class Sanitized:
+    def __init__(self, rejected: bool, reason: str):
+        self.rejected, self.reason = rejected, reason
+
+    def to_dict(self):
+        return {"status": "rejected" if self.rejected else "clean", "reason": self.reason}
+
+
+class SanitizingJudge(SizeJudge):
+    """The late check at the big shape waits (at most 20 s) for the sanitizer to have started:
+    in turn, it would wait in vain."""
+
+    def __init__(self, speedup, *, sanitize_says=None, wrong_at=None):
+        super().__init__(speedup, wrong_at=wrong_at)
+        self.sanitizing = threading.Event()
+        self.met = None
+        self.sanitize_says = sanitize_says or (lambda: Sanitized(False, "clean"))
+        self.sanitized_in = []
+
+    def verify(self, base_ptx, cand_ptx, spec, *, fresh=False):
+        if fresh and spec_key(spec) == spec_key(self.big) and cand_ptx != base_ptx and self.met is None:
+            self.met = self.sanitizing.wait(20)
+        return super().verify(base_ptx, cand_ptx, spec, fresh=fresh)
+
+    def sanitize(self, base_ptx, cand_ptx, spec, tools):
+        self.sanitized_in.append(threading.current_thread().name)
+        self.sanitizing.set()
+        return self.sanitize_says()
+
+
+def search(judge):
+    big, small = judge.big, vadd_spec()
+    return search_kernel(ptx_ir.parse(VADD), "vadd", [big, small], target="sm_90",
+                         options=SearchOptions(budget_s=60, passes=["test-nc-loads"], sanitize=("memcheck",)),
+                         judge=judge)
+
+
+def make(speedup=1.3, **kw):
+    j = SanitizingJudge(speedup, **kw)
+    j.big = big_spec()
+    return j
+
+
+def test_the_sanitizer_runs_while_the_late_check_does(test_passes):  # noqa: F811
+    judge = make()
+    result = search(judge)
+    assert judge.met is True, "the late check ran without the sanitizer running beside it"
+    assert judge.sanitized_in == ["superopt-sanitize-beside"]
+    assert result.winner is not None
+    win = next(e for e in result.record["candidates"] if e["fate"] == "winner")
+    assert win["sanitizer"]["status"] == "clean"
+
+
+def test_a_sanitizer_rejection_beside_the_checks_still_rejects(test_passes):  # noqa: F811
+    judge = make(sanitize_says=lambda: Sanitized(True, "compute-sanitizer memcheck: 3 error(s) in the candidate"))
+    result = search(judge)
+    assert result.winner is None and result.record["status"] == "kept-baseline"
+    assert any(e["fate"] == "rejected-check" and "memcheck: 3 error" in e["reason"]
+               for e in result.record["candidates"])
+
+
+def test_when_the_checks_reject_the_sanitizers_failure_is_not_the_verdict(test_passes):  # noqa: F811
+    def broken():
+        raise RuntimeError("the sanitizer broke")
+    judge = make(sanitize_says=broken)
+    judge.wrong_at = spec_key(judge.big)
+    result = search(judge)
+    assert result.winner is None
+    assert all(e["reason"].startswith("faster, but at the large launch shape: ") for e in result.record["candidates"])
+
+
+def test_a_limit_raised_in_the_sanitizers_thread_stops_the_search(test_passes):  # noqa: F811
+    def busy():
+        raise GpuBusy("no GPU became free before the deadline")
+    judge = make(sanitize_says=busy)
+    with pytest.raises(GpuBusy):
+        search(judge)
+    judge = make(sanitize_says=busy)
+    judge.wrong_at = spec_key(judge.big)        # also when the checks' verdict is a rejection
+    with pytest.raises(GpuBusy):
+        search(judge)
