@@ -123,7 +123,7 @@ def _cast_floats(x: np.ndarray, et: ElemType) -> np.ndarray:
     with np.errstate(over="ignore", invalid="ignore"):
         if et.name == "bf16":
             return _f32_to_bf16_bits(x.astype(np.float32))
-        return x.astype(et.dtype)
+        return x.astype(et.dtype, copy=False)           # x is the caller's own temporary
 
 
 # --------------------------------------------------------------------------- specials
@@ -251,8 +251,13 @@ def _gen_floats(et: ElemType, n: int, dist: str, rng: np.random.Generator, env: 
         x = rng.uniform(lo, hi, n)
     elif name == "positive":
         narrow = et.name == "f32" and n >= NARROW_DRAW_ELEMENTS
-        x = 1.0 - (rng.random(n, dtype=np.float32) if narrow else rng.random(n))             # (0, 1]
-        big = rng.random(n) < 0.1
+        if narrow:
+            x = rng.random(n, dtype=np.float32)
+            np.subtract(np.float32(1), x, out=x)                                               # (0, 1]
+            big = rng.random(n, dtype=np.float32) < 0.1
+        else:
+            x = 1.0 - rng.random(n)                                                           # (0, 1]
+            big = rng.random(n) < 0.1
         x[big] *= 10.0 ** rng.uniform(0, np.log10(finite_max) / 4, big.sum())
     elif name == "large":
         # random sign and mantissa, exponent in the top two thirds of the finite range
@@ -311,15 +316,26 @@ def generate(et: Union[ElemType, str], n: int, dist: str, rng: np.random.Generat
 
 # --------------------------------------------------------------------------- poison
 
+def random_bits(n: int, bits_dtype, rng: np.random.Generator) -> np.ndarray:
+    """``n`` words of random bits (a new, writable array). From :data:`NARROW_DRAW_ELEMENTS`
+    on they are drawn as words (another stream of numbers): ``rng.bytes`` and its copy took
+    most of a captured output's poison (0.4 s of 1.2 s for 64 Mi floats on this project's CPU
+    machine, 2026-12-04; as words, with the masks applied in place, 0.18 s)."""
+    if n >= NARROW_DRAW_ELEMENTS:
+        return rng.integers(0, np.iinfo(bits_dtype).max, size=n, dtype=bits_dtype, endpoint=True)
+    return np.frombuffer(rng.bytes(n * np.dtype(bits_dtype).itemsize), dtype=bits_dtype).copy()
+
+
 def poison(et: Union[ElemType, str], n: int, rng: np.random.Generator) -> np.ndarray:
     """A fresh poison pattern: quiet NaNs with random payloads, or random int bits."""
     if isinstance(et, str):
         et = elem_type(et)
-    raw = np.frombuffer(rng.bytes(n * et.size), dtype=et.bits_dtype).copy()
+    raw = random_bits(n, et.bits_dtype, rng)
     if et.is_float:
         sign, exp_mask, man_mask, quiet = _float_layout(et)
         t = et.bits_dtype.type
-        raw = (raw & t(sign | man_mask)) | t(exp_mask | quiet)
+        raw &= t(sign | man_mask)
+        raw |= t(exp_mask | quiet)
     return raw.view(et.dtype)
 
 
@@ -340,10 +356,14 @@ def complement_poison(p: np.ndarray, et: Union[ElemType, str], rng: np.random.Ge
         sign, exp_mask, man_mask, _ = _float_layout(et)
         t = et.bits_dtype.type
         bias = (1 << (et.exp_bits - 1)) - 1
-        r = np.frombuffer(rng.bytes(p.size * et.size), dtype=et.bits_dtype)
-        e = (r >> t(et.man_bits)) & t(7)                      # 0..7
-        out = (r & t(sign | man_mask)) | ((e + t(bias - 4)) << t(et.man_bits))
-        return out.astype(et.bits_dtype).view(et.dtype)
+        r = random_bits(p.size, et.bits_dtype, rng)
+        e = r >> t(et.man_bits)
+        e &= t(7)                                             # 0..7
+        e += t(bias - 4)
+        e <<= t(et.man_bits)
+        r &= t(sign | man_mask)
+        r |= e
+        return r.view(et.dtype)
     return (~_bits(p, et)).view(et.dtype)
 
 

@@ -60,3 +60,49 @@ def test_input_sets_made_in_parallel_are_the_sequential_ones(monkeypatch):
         assert g.data.keys() == w.data.keys() and g.guards == w.guards
         for name in w.data:
             assert g.data[name].tobytes() == w.data[name].tobytes(), (g.label, name)
+
+
+def _old_poison(et, n, rng):
+    """The poison as it was drawn before 2026-12-04 (the stream small buffers keep)."""
+    et = inputs.elem_type(et)
+    raw = np.frombuffer(rng.bytes(n * et.size), dtype=et.bits_dtype).copy()
+    if et.is_float:
+        sign, exp_mask, man_mask, quiet = inputs._float_layout(et)
+        t = et.bits_dtype.type
+        raw = (raw & t(sign | man_mask)) | t(exp_mask | quiet)
+    return raw.view(et.dtype)
+
+
+@pytest.mark.parametrize("et", ["f32", "f64", "f16", "s32", "u8"])
+def test_poisons_of_small_buffers_keep_the_recorded_stream(et):
+    got = inputs.poison(et, 1000, np.random.default_rng(4))
+    assert got.tobytes() == _old_poison(et, 1000, np.random.default_rng(4)).tobytes()
+    p = inputs.poison(et, 999, np.random.default_rng(5))
+    c = inputs.complement_poison(p, et, np.random.default_rng(6))
+    if inputs.elem_type(et).is_float:
+        info = inputs.elem_type(et)
+        sign, exp_mask, man_mask, _ = inputs._float_layout(info)
+        t = info.bits_dtype.type
+        bias = (1 << (info.exp_bits - 1)) - 1
+        r = np.frombuffer(np.random.default_rng(6).bytes(999 * info.size), dtype=info.bits_dtype)
+        e = (r >> t(info.man_bits)) & t(7)
+        want = ((r & t(sign | man_mask)) | ((e + t(bias - 4)) << t(info.man_bits))).astype(info.bits_dtype)
+        assert c.view(info.bits_dtype).tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("et", ["f32", "f64", "s32", "u16"])
+def test_poisons_of_large_buffers_are_drawn_as_words_and_stay_poisons(et):
+    info = inputs.elem_type(et)
+    p = inputs.poison(et, N, np.random.default_rng(9))
+    assert p.dtype == info.dtype and p.size == N and p.flags.writeable
+    bits = p.view(info.bits_dtype)
+    if info.is_float:
+        assert np.isnan(p).all()                                   # quiet NaNs ...
+        assert len(np.unique(bits[:4096])) > 4000                  # ... with random payloads
+        c = inputs.complement_poison(p, et, np.random.default_rng(10))
+        assert np.isfinite(c).all() and (np.abs(c) >= 2.0 ** -4).all() and (np.abs(c) < 16).all()
+        assert (c < 0).any() and (c > 0).any()
+    else:
+        assert len(np.unique(bits[:4096])) > (200 if info.size < 4 else 4000)
+        c = inputs.complement_poison(p, et)
+        assert (c.view(info.bits_dtype) == ~bits).all()

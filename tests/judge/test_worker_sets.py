@@ -240,3 +240,17 @@ def test_a_set_without_guards_uses_no_staging_buffer():
     assert cu.read(int(allocs[0][0]), 20) == data.tobytes()
     got = w._read_set(s, [data], allocs)
     assert got == [(None, b"", b"")]
+
+
+def test_without_page_locked_memory_the_copies_go_through_pageable_memory():
+    """A machine that refuses cuMemHostAlloc (no page-locked memory to give): the same sets,
+    through an ordinary host buffer."""
+    w, cu = fake_worker()
+    cu.cuMemHostAlloc = lambda n, flags: (2,)                # CUDA_ERROR_OUT_OF_MEMORY
+    data = blob(32, 11)
+    f, b = guards(11)
+    s = {"guard": G, "params": [("b", 0, f, b)]}
+    _, allocs = w._alloc_set(s, [data])
+    assert cu.read(int(allocs[0][0]), 2 * G + 32) == f + data.tobytes() + b
+    assert w._read_set(s, [data], allocs) == [(None, f, b)]
+    assert not w.pinned["in"][3] and not w.pinned["out"][3]

@@ -354,7 +354,7 @@ class Worker:
         self.checksum_fn = None
         self.word = None                 # 8 device bytes: the compare's flag, the checksum's sum
         self.flags = None                # (device words, how many): a set's compares, one flag each
-        # page-locked host buffers {name: (pointer, bytes, uint8 view)}: a set's guard bytes go in
+        # page-locked host buffers {name: (pointer, bytes, uint8 view, page-locked)}: a set's guard bytes go in
         # and come back through them with copies queued on the stream, not one synchronous copy
         # per guard (2026-12-04, economy bench on the H200: the synchronous copies were most of
         # a check's GPU-held time, 1.9 ms per set to fill, 0.75 ms to read back)
@@ -492,12 +492,21 @@ class Worker:
         if have is None or have[1] < n:
             cu = self.cu
             size = max(1 << 16, 1 << max(0, n - 1).bit_length())
-            ptr = int(self._chk(cu.cuMemHostAlloc(size, 0), "cuMemHostAlloc"))
-            if have is not None:
+            if have is not None and have[3]:
                 self._chk(cu.cuMemFreeHost(have[0]), "cuMemFreeHost")
-            import ctypes
-            view = np.ctypeslib.as_array((ctypes.c_uint8 * size).from_address(ptr))
-            have = self.pinned[name] = (ptr, size, view)
+            try:
+                ptr = int(self._chk(cu.cuMemHostAlloc(size, 0), "cuMemHostAlloc"))
+                import ctypes
+                view = np.ctypeslib.as_array((ctypes.c_uint8 * size).from_address(ptr))
+                locked = True
+            except CudaError as e:
+                if e.code in STICKY:
+                    raise
+                # no page-locked memory here: the same copies from pageable memory, which the
+                # driver makes synchronous (slower, as before, and as right)
+                view = np.empty(size, np.uint8)
+                ptr, locked = view.ctypes.data, False
+            have = self.pinned[name] = (ptr, size, view, locked)
         return have[0], have[2]
 
     def _flag_words(self, n: int):
@@ -982,6 +991,11 @@ class Worker:
                 state["args"].append(args)
                 state["allocs"].append(allocs)
                 t = self._spend("fill", t)
+            # the copies in are queued (_alloc_set): done before the step that made them ends, so
+            # that a prepared timing's copies never run beside another compilation's timing
+            self._chk(cu.cuStreamSynchronize(self.stream), "cuStreamSynchronize")
+            self.staged_in_flight = False
+            self._spend("fill", t)
         except BaseException:
             self._time_teardown(state)
             raise
