@@ -694,16 +694,9 @@ def _shadow_check(options: SearchOptions, baseline_ptx: str, cand: Candidate, sp
     return True
 
 
-def _sanitized(judge: Judge, options: SearchOptions, baseline_ptx: str, cand: Candidate, spec, entry: dict) -> bool:
-    """compute-sanitizer on the candidate to keep, where the judge can run it. False only if
-    the candidate has sanitizer errors that nvcc's code does not have."""
-    if not options.sanitize:
-        return True
-    return _sanitizer_verdict(judge.sanitize(baseline_ptx, cand.ptx, spec, options.sanitize), entry)
-
-
 def _sanitizer_verdict(res, entry: dict) -> bool:
-    """Record a sanitizer result (None: not run) in the entry; False if it rejects."""
+    """Record a compute-sanitizer result (None: not run) in the entry; False only if the
+    candidate has sanitizer errors that nvcc's code does not have."""
     if res is None:
         return True
     entry["sanitizer"] = res.to_dict()

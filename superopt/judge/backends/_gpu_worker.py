@@ -354,9 +354,9 @@ class Worker:
         self.checksum_fn = None
         self.word = None                 # 8 device bytes: the compare's flag, the checksum's sum
         self.flags = None                # (device words, how many): a set's compares, one flag each
-        # page-locked host buffers {name: (pointer, bytes, uint8 view, page-locked)}: a set's guard bytes go in
-        # and come back through them with copies queued on the stream, not one synchronous copy
-        # per guard (2026-12-04, economy bench on the H200: the synchronous copies were most of
+        # page-locked host buffers {name: (pointer, bytes, uint8 view, page-locked)}: a set's guard
+        # bytes go in and come back through them with copies queued on the stream, not one
+        # synchronous copy per guard (2026-12-04, economy bench on the H200: the synchronous copies were most of
         # a check's GPU-held time, 1.9 ms per set to fill, 0.75 ms to read back)
         self.pinned: dict[str, tuple] = {}
         self.staged_in_flight = False    # copies from the "in" buffer may still be queued
