@@ -231,7 +231,7 @@ def _late_check(judge: Judge, baseline_ptx: str, cand: Candidate, specs: list, e
     verdict, more = _verify_each(judge, baseline_ptx, cand.ptx, costly, fresh=True)
     if fresh_done is not None:
         fresh_done.extend(costly[:more])
-    entry["verdict"] = verdict.to_dict()
+    entry["verdict"] = entry["fresh_verdict"] = verdict.to_dict()
     entry["launch_shapes_checked"] = entry.get("launch_shapes_checked", 0) + more
     del entry["launch_shapes_unchecked"]
     return _set_verdict_fate(entry, verdict, prefix="faster, but at the large launch shape: ")

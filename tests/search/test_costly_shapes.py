@@ -133,7 +133,7 @@ def test_the_late_check_at_the_costly_shape_is_the_kept_candidates_check_on_fres
     at_big = [fresh for key, fresh in judge.fresh_calls if key == spec_key(big)]
     assert at_big == [True]
     assert (spec_key(small), True) in judge.fresh_calls
-    assert win["fresh_checked_late"] == 1
+    assert win["fresh_checked_late"] == 1 and win["fresh_verdict"]["status"] == "accepted"
 
 
 def test_a_candidate_wrong_on_fresh_inputs_at_the_costly_shape_is_rejected_by_the_late_check(test_passes):  # noqa: F811
