@@ -318,9 +318,9 @@ def generate(et: Union[ElemType, str], n: int, dist: str, rng: np.random.Generat
 
 def random_bits(n: int, bits_dtype, rng: np.random.Generator) -> np.ndarray:
     """``n`` words of random bits (a new, writable array). From :data:`NARROW_DRAW_ELEMENTS`
-    on they are drawn as words (another stream of numbers): ``rng.bytes`` and its copy took
-    most of a captured output's poison (0.4 s of 1.2 s for 64 Mi floats on this project's CPU
-    machine, 2026-12-04; as words, with the masks applied in place, 0.18 s)."""
+    on they are drawn as words (another stream of numbers): ``rng.bytes``, its copy and the
+    masks into new arrays made a captured output's poison slow (64 Mi floats: 0.55 s on this
+    project's CPU machine, 2026-12-04, ``bench.judge.draw_cost``; as words, masked in place, 0.17 s)."""
     if n >= NARROW_DRAW_ELEMENTS:
         return rng.integers(0, np.iinfo(bits_dtype).max, size=n, dtype=bits_dtype, endpoint=True)
     return np.frombuffer(rng.bytes(n * np.dtype(bits_dtype).itemsize), dtype=bits_dtype).copy()
