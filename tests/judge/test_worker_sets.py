@@ -254,3 +254,21 @@ def test_without_page_locked_memory_the_copies_go_through_pageable_memory():
     assert cu.read(int(allocs[0][0]), 2 * G + 32) == f + data.tobytes() + b
     assert w._read_set(s, [data], allocs) == [(None, f, b)]
     assert not w.pinned["in"][3] and not w.pinned["out"][3]
+
+
+def test_a_prepared_timing_leaves_no_copy_queued_when_its_step_ends():
+    """time_prepare fills both copies under a step shared with checks; its queued copies must be
+    done before that step ends, or they would run beside another compilation's timing."""
+    w, cu = fake_worker()
+    w.spent = {}
+    data = blob(64, 12)
+    f, b = guards(12)
+    s = {"guard": G, "params": [("b", 0, f, b)]}
+    w._timing_blobs = lambda req: ([data], {})
+    w.load = lambda ptx, cubin=None: ("module", "")
+    w.function = lambda mod, name: "fn"
+    state = w._time_setup({"ptx_a": "a", "ptx_b": "b", "kernel": "k", "set": s})
+    assert cu.queue == [] and not w.staged_in_flight
+    for allocs in state["allocs"]:
+        buf, off = cu._at(int(allocs[0][0]), 2 * G + 64)
+        assert bytes(buf[off:off + 2 * G + 64]) == f + data.tobytes() + b
