@@ -108,12 +108,20 @@ def real_nvcc(given: str | None) -> str:
 
 
 def commit() -> str:
+    """The commit the results are from: ``NVCC_PLUS_COMMIT`` when set (a copy of the checkout
+    whose .git is not the tree's: the device machine's copy reported an older HEAD for newer
+    committed trees, 2026-12-04), else HEAD, with ``+dirty`` when tracked files differ from it
+    (then HEAD alone does not say what ran)."""
     if os.environ.get("NVCC_PLUS_COMMIT"):
         return os.environ["NVCC_PLUS_COMMIT"]
     try:
         rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                              text=True, timeout=20).stdout.strip()
-        return rev or "unknown"
+        if not rev:
+            return "unknown"
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True, timeout=20).stdout.strip()
+        return rev + ("+dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
 
