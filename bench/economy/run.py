@@ -104,9 +104,9 @@ def wrapper(work: Path, tree: Path, name: str, profile_dir: Path | None = None) 
     """An nvcc-plus that runs ``tree``'s code (its own PYTHONPATH, whatever is installed). Each
     compilation writes its own span (phase ``compilation``, its .cu file as ``kernel``) to
     SUPEROPT_PHASE_LOG when that is set (bench.economy.phase_timeline). With ``profile_dir``,
-    each compilation under cProfile, its main thread in ``<mode>-<pid>.prof`` there and every
-    thread that ends in ``<mode>-<pid>-t<ident>.prof`` (a diagnosis: its overhead slows the build;
-    bench.economy.worker_profile --pattern merges them)."""
+    each compilation under cProfile in ``<mode>-<pid>.prof`` there: from Python 3.12 that profile
+    holds every thread; before, each thread that ends writes ``<mode>-<pid>-t<ident>.prof`` (a
+    diagnosis: its overhead slows the build; bench.economy.worker_profile --pattern merges them)."""
     w = work / f"nvcc-plus-{name}"
     shim = work / f"shim-{name}.py"
     lines = ["import json, os, runpy, sys, time",
