@@ -695,13 +695,19 @@ def _shadow_check(options: SearchOptions, baseline_ptx: str, cand: Candidate, sp
 
 
 def _sanitizer_verdict(res, entry: dict) -> bool:
-    """Record a compute-sanitizer result (None: not run) in the entry; False only if the
-    candidate has sanitizer errors that nvcc's code does not have."""
+    """Record a compute-sanitizer result (None: not run) in the entry; False if the candidate
+    has sanitizer errors that nvcc's code does not have, or if the tool ran nvcc's code but could
+    not run the candidate (``not-judged``: its instrumented launch did not complete): a candidate
+    is not kept without the verdict the tool gave nvcc's code. Where the tool cannot run at all
+    (``unavailable``: not installed, cannot attach) nothing is rejected for it."""
     if res is None:
         return True
     entry["sanitizer"] = res.to_dict()
     if res.rejected:
         entry.update(fate=Fate.REJECTED_CHECK, reason=res.reason)
+        return False
+    if res.status == "not-judged":
+        entry.update(fate=Fate.NOT_JUDGED, reason=f"not kept without compute-sanitizer's verdict: {res.reason}")
         return False
     return True
 

@@ -16,11 +16,14 @@ from tests.search.test_costly_shapes import SizeJudge, big_spec, vadd_spec
 
 
 class Sanitized:
+    """What superopt.judge.sanitize.SanitizerResult says (status, reason, rejected)."""
+
     def __init__(self, rejected: bool, reason: str):
         self.rejected, self.reason = rejected, reason
+        self.status = "rejected" if rejected else "clean"
 
     def to_dict(self):
-        return {"status": "rejected" if self.rejected else "clean", "reason": self.reason}
+        return {"status": self.status, "reason": self.reason}
 
 
 class SanitizingJudge(SizeJudge):
@@ -96,3 +99,31 @@ def test_a_limit_raised_in_the_sanitizers_thread_stops_the_search(test_passes): 
     judge.wrong_at = spec_key(judge.big)        # also when the checks' verdict is a rejection
     with pytest.raises(GpuBusy):
         search(judge)
+
+
+class NotJudged(Sanitized):
+    def __init__(self):
+        super().__init__(False, "memcheck could not run the candidate: the launch under memcheck did not complete")
+        self.status = "not-judged"
+
+
+class Unavailable(NotJudged):
+    def __init__(self):
+        super().__init__()
+        self.status, self.reason = "unavailable", "compute-sanitizer is not installed here (not run)"
+
+
+def test_a_candidate_the_sanitizer_could_not_run_while_it_ran_nvccs_code_is_not_kept(test_passes):  # noqa: F811
+    judge = make(sanitize_says=NotJudged)
+    result = search(judge)
+    assert result.winner is None and result.record["status"] == "kept-baseline"
+    assert any(e["fate"] == "not-judged" and e["reason"].startswith("not kept without compute-sanitizer's verdict")
+               for e in result.record["candidates"])
+
+
+def test_where_the_sanitizer_cannot_run_at_all_the_candidate_is_kept(test_passes):  # noqa: F811
+    judge = make(sanitize_says=Unavailable)
+    result = search(judge)
+    assert result.winner is not None
+    win = next(e for e in result.record["candidates"] if e["fate"] == "winner")
+    assert win["sanitizer"]["status"] == "unavailable"
