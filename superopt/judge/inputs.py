@@ -1188,14 +1188,15 @@ def normalize_alias(s: InputSet) -> InputSet:
 
 
 def aliased_set(spec: LaunchSpec, seed: int, index: int, overrides: dict, layout: AliasLayout,
-                rng: np.random.Generator) -> InputSet | None:
+                rng: np.random.Generator, spec_floats: bool = False) -> InputSet | None:
     """One aliased input set: fresh inputs at ``overrides`` (free float scalars get a value with a
-    full random significand: :func:`inexact_float`), ``layout`` resolved for its lengths, data
-    made consistent (:func:`normalize_alias`). None when the layout has no meaning at these sizes
-    (the views would not overlap, or the input is not larger)."""
+    full random significand: :func:`inexact_float`; with ``spec_floats`` they keep the spec's
+    values), ``layout`` resolved for its lengths, data made consistent (:func:`normalize_alias`).
+    None when the layout has no meaning at these sizes (the views would not overlap, or the input
+    is not larger)."""
     ov = dict(overrides)
     for sc in free_scalars(spec):
-        if sc.elem.is_float:
+        if sc.elem.is_float and not spec_floats:
             ov[sc.name] = inexact_float(sc.elem, float(sc.value), rng)
     s = make_input_set(spec, seed, index, scalars=ov, kind="aliased", rotation=0)
     lay = layout.at(s.spec)
