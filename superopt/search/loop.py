@@ -30,7 +30,6 @@ from __future__ import annotations
 import copy
 import math
 import os
-import threading
 import time
 import traceback
 from contextlib import nullcontext
@@ -730,24 +729,8 @@ def _sanitize_beside(judge: Judge, options: SearchOptions, baseline_ptx: str, ca
     runner = devices.in_thread(call)
     if runner is None:
         return call
-    runner = in_context(runner)
-    got: list = []
-
-    def work():
-        try:
-            got.append(("ok", runner()))
-        except BaseException as exc:  # noqa: BLE001 - raised in the waiting thread
-            got.append(("raised", exc))
-    thread = threading.Thread(target=work, name="superopt-sanitize-beside", daemon=True)
-    thread.start()
-
-    def result():
-        thread.join()
-        how, value = got[0]
-        if how == "raised":
-            raise value
-        return value
-    return result
+    from superopt.judge.at_once import beside
+    return beside(in_context(runner), name="superopt-sanitize-beside")
 
 
 # How many of the fastest candidates get a confirmation timing before the baseline is kept.

@@ -44,11 +44,12 @@ class SizeJudge(Judge):
 
     def __init__(self, speedup: float, wrong_at=None):
         self.speedup, self.wrong_at, self.calls = speedup, wrong_at, []
+        self.fresh_calls = []           # (spec key, fresh) of every verify
 
     def verify(self, base_ptx, cand_ptx, spec, *, fresh=False):
         key = spec_key(spec)
         self.calls.append(("verify", key))
-        self.fresh_calls = getattr(self, "fresh_calls", []) + [(key, fresh)]
+        self.fresh_calls.append((key, fresh))
         if key == self.wrong_at:
             return Verdict("rejected", "buffer 'out' element 9000000 differs", "exact", {})
         return Verdict("accepted", "identical", "exact", {})
@@ -56,6 +57,14 @@ class SizeJudge(Judge):
     def time(self, base_ptx, cand_ptx, spec, *, fresh=True):
         self.calls.append(("time", spec_key(spec)))
         return Timing("ok", self.speedup > 1.02, self.speedup)
+
+
+def search_big_and_small(judge, big, small):
+    """A whole search of vadd at the costly shape and the small one, with the test pass."""
+    from superopt.search.loop import search_kernel
+    from superopt.search.options import SearchOptions
+    return search_kernel(ptx_ir.parse(VADD), "vadd", [big, small], target="sm_90",
+                         options=SearchOptions(budget_s=60, passes=["test-nc-loads"], sanitize=()), judge=judge)
 
 
 def candidate() -> Candidate:
@@ -90,12 +99,9 @@ def test_a_faster_candidate_is_left_unchecked_at_the_costly_shape_until_it_is_ke
 def test_a_faster_candidate_wrong_only_at_the_costly_shape_is_never_kept(test_passes):  # noqa: F811
     """Through the whole search: the candidate is faster, right on the small shape, wrong at
     the costly one; the search keeps nvcc's code and says why."""
-    from superopt.search.loop import search_kernel
-    from superopt.search.options import SearchOptions
     big, small = big_spec(), vadd_spec()
     judge = SizeJudge(speedup=1.3, wrong_at=spec_key(big))
-    result = search_kernel(ptx_ir.parse(VADD), "vadd", [big, small], target="sm_90",
-                           options=SearchOptions(budget_s=60, passes=["test-nc-loads"], sanitize=()), judge=judge)
+    result = search_big_and_small(judge, big, small)
     assert result.winner is None and result.record["status"] == "kept-baseline"
     entries = result.record["candidates"]
     assert entries and all(e["fate"] == "rejected-check" for e in entries), entries
@@ -105,12 +111,9 @@ def test_a_faster_candidate_wrong_only_at_the_costly_shape_is_never_kept(test_pa
 
 
 def test_the_kept_candidate_was_checked_at_every_shape(test_passes):  # noqa: F811
-    from superopt.search.loop import search_kernel
-    from superopt.search.options import SearchOptions
     big, small = big_spec(), vadd_spec()
     judge = SizeJudge(speedup=1.3)
-    result = search_kernel(ptx_ir.parse(VADD), "vadd", [big, small], target="sm_90",
-                           options=SearchOptions(budget_s=60, passes=["test-nc-loads"], sanitize=()), judge=judge)
+    result = search_big_and_small(judge, big, small)
     assert result.winner is not None
     win = next(e for e in result.record["candidates"] if e["fate"] == "winner")
     assert win["launch_shapes_checked"] == 2 and "launch_shapes_unchecked" not in win
@@ -122,12 +125,9 @@ def test_the_late_check_at_the_costly_shape_is_the_kept_candidates_check_on_fres
     inputs and stands for the check on fresh inputs there (once at the program's real size, not
     on the search's inputs and then on fresh ones); the small shape, where the search's checks
     chose it, still gets its check on fresh inputs."""
-    from superopt.search.loop import search_kernel
-    from superopt.search.options import SearchOptions
     big, small = big_spec(), vadd_spec()
     judge = SizeJudge(speedup=1.3)
-    result = search_kernel(ptx_ir.parse(VADD), "vadd", [big, small], target="sm_90",
-                           options=SearchOptions(budget_s=60, passes=["test-nc-loads"], sanitize=()), judge=judge)
+    result = search_big_and_small(judge, big, small)
     assert result.winner is not None
     win = next(e for e in result.record["candidates"] if e["fate"] == "winner")
     at_big = [fresh for key, fresh in judge.fresh_calls if key == spec_key(big)]
@@ -139,9 +139,6 @@ def test_the_late_check_at_the_costly_shape_is_the_kept_candidates_check_on_fres
 def test_a_candidate_wrong_on_fresh_inputs_at_the_costly_shape_is_rejected_by_the_late_check(test_passes):  # noqa: F811
     """A candidate right on the search's inputs everywhere and wrong only on inputs it was not
     chosen on, at the costly shape: the late check draws those and rejects it."""
-    from superopt.search.loop import search_kernel
-    from superopt.search.options import SearchOptions
-
     class WrongOnFresh(SizeJudge):
         def verify(self, base_ptx, cand_ptx, spec, *, fresh=False):
             v = super().verify(base_ptx, cand_ptx, spec, fresh=fresh)
@@ -150,8 +147,7 @@ def test_a_candidate_wrong_on_fresh_inputs_at_the_costly_shape_is_rejected_by_th
             return v
     big, small = big_spec(), vadd_spec()
     judge = WrongOnFresh(speedup=1.3)
-    result = search_kernel(ptx_ir.parse(VADD), "vadd", [big, small], target="sm_90",
-                           options=SearchOptions(budget_s=60, passes=["test-nc-loads"], sanitize=()), judge=judge)
+    result = search_big_and_small(judge, big, small)
     assert result.winner is None and result.record["status"] == "kept-baseline"
     assert any("element 7 differs" in e["reason"] for e in result.record["candidates"])
 

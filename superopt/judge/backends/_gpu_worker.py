@@ -519,15 +519,19 @@ class Worker:
             self.flags = (self._dev_alloc(4 * size), size)
         return self.flags[0]
 
+    def _queue_differ(self, a, b, n: int, flag) -> None:
+        """Queue the device compare of ``n`` bytes at ``a`` and ``b``: the 32-bit word at ``flag``
+        (zeroed by the caller) becomes non-zero where they differ."""
+        args = [np.array([int(a)], np.uint64), np.array([int(b)], np.uint64), np.array([n], np.uint64),
+                np.array([int(flag)], np.uint64)]
+        self._launch(self.differ_fn, self._util_grid(n), (512, 1, 1), 0, args)
+
     def _dev_same(self, a: int, b, n: int) -> bool:
         """Whether ``n`` device bytes at ``a`` and ``b`` are equal, compared on the device (only
         a flag crosses the bus)."""
         self._ensure_util()
-        cu = self.cu
-        self._chk(cu.cuMemsetD32(self.word, 0, 2), "cuMemsetD32(word)")
-        args = [np.array([int(a)], np.uint64), np.array([int(b)], np.uint64), np.array([n], np.uint64),
-                np.array([int(self.word)], np.uint64)]
-        self._launch(self.differ_fn, self._util_grid(n), (512, 1, 1), 0, args)
+        self._chk(self.cu.cuMemsetD32(self.word, 0, 2), "cuMemsetD32(word)")
+        self._queue_differ(a, b, n, self.word)
         return self._read_word(4) == 0
 
     def _dev_checksum(self, d, n: int) -> int:
@@ -700,9 +704,7 @@ class Worker:
             flags = int(self._flag_words(len(compares)))
             self._chk(cu.cuMemsetD32Async(cu.CUdeviceptr(flags), 0, len(compares), self.stream), "cuMemsetD32Async(flags)")
             for a, b, n, k in compares:
-                args = [np.array([a], np.uint64), np.array([int(b)], np.uint64), np.array([n], np.uint64),
-                        np.array([flags + 4 * k], np.uint64)]
-                self._launch(self.differ_fn, self._util_grid(n), (512, 1, 1), 0, args)
+                self._queue_differ(a, b, n, flags + 4 * k)
         at = 0
         for p in plan:
             if p is None or not g:
