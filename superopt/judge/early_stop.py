@@ -77,6 +77,17 @@ NOT_FASTER = "not faster"
 FASTER = "faster"
 
 
+def next_look(rounds_done: int, rule: dict | None, reps: int) -> int:
+    """The round count after ``rounds_done`` at which :func:`should_stop` next looks (``reps``
+    when it never does): the worker runs the rounds up to there without waiting between them."""
+    if not rule:
+        return reps
+    first, every = int(rule.get("first", FIRST)), max(1, int(rule.get("every", EVERY)))
+    if rounds_done < first:
+        return min(reps, first)
+    return min(reps, rounds_done + every - (rounds_done - first) % every)
+
+
 def should_stop(rounds_done: int, a_ms, b_ms, rule: dict | None) -> str | None:
     """The worker's question after a round: ``rule`` is the request's ``stop_not_faster``
     ({"first", "every", "z", and "faster": whether a clear win may stop too}) or None (every

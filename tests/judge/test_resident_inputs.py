@@ -282,3 +282,21 @@ def test_a_set_run_again_keeps_its_outputs_poison_too():
         assert r.status == "ok" and r.outputs["out"].tobytes() == s.data["out"].tobytes()
     assert len(log[0]["resident"]["keep"]) == 3                      # x, y and out's poison
     assert [n for n in log[1]["sent"] if n >= MIN_BYTES] == []
+
+
+def test_the_kept_copies_a_request_used_are_summed_together_and_a_changed_one_is_named():
+    dev = FakeDevice()
+    calls = []
+
+    def checksums(where):
+        calls.append(len(where))
+        return [dev.checksum(d, n) for d, n in where]
+    store = WorkerStore(1 << 20, dev.alloc, dev.upload, dev.free, dev.checksum, checksums)
+    for k in "abc":
+        store.keep(k, np.arange(16, dtype=np.uint8) + ord(k))
+    calls.clear()
+    assert store.changed(["a", "b", "c", "gone"]) == []
+    d, _ = store.get("b")
+    dev.mem[d][3] ^= 1                  # a run wrote onto the kept copy of "b"
+    assert store.changed(["a", "b", "c"]) == ["b"] and not store.intact("b") and store.intact("a")
+    assert calls[:2] == [3, 3]          # one call (one wait on the device) for all the keys

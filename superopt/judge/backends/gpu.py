@@ -455,6 +455,12 @@ class GpuBackend(Backend):
                 # the worker no longer keeps what this side thought: send those inputs again
                 self._resident.forget(rep["resident_missing"])
                 rep = self._run_request(base, wire, hard)
+            if rep.get("batched_fault"):
+                # a set crashed or hung in a group launched together: the sets queued before it
+                # ran but were not read. Once more one set at a time (a fresh worker), so that
+                # each set before the fault keeps its result and the fault its own set, as a
+                # baseline's runs need (a crash on a tail set drops that set, not the check)
+                rep = self._run_request(dict(base, batch=False), wire, hard)
         except BackendUnavailable:
             raise
         except TimeoutError as e:

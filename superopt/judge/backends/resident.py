@@ -103,9 +103,11 @@ class WorkerStore:
     pointer, ``upload(dptr, host)``, ``free(dptr)`` and ``checksum(dptr, n)`` -> int are the
     device's (CUDA-free tests give fakes)."""
 
-    def __init__(self, limit: int, alloc: Callable, upload: Callable, free: Callable, checksum: Callable):
+    def __init__(self, limit: int, alloc: Callable, upload: Callable, free: Callable, checksum: Callable,
+                 checksums: Callable | None = None):
         self.limit = int(limit)
         self._alloc, self._upload, self._free, self._checksum = alloc, upload, free, checksum
+        self._checksums = checksums
         self._kept: "OrderedDict[str, tuple]" = OrderedDict()
         self.bytes = 0
 
@@ -141,8 +143,16 @@ class WorkerStore:
 
     def intact(self, key: str) -> bool:
         """Whether the kept copy still holds the bytes it was given (its checksum)."""
-        d, n, total = self._kept[key]
-        return self._checksum(d, n) == total
+        return not self.changed([key])
+
+    def changed(self, keys) -> list[str]:
+        """The kept keys among ``keys`` whose copy no longer holds the bytes it was given. With
+        ``checksums`` (a list of (pointer, bytes) -> their checksums, one wait for all), the
+        device sums every copy before any is read."""
+        keys = [k for k in keys if k in self._kept]
+        where = [self._kept[k][:2] for k in keys]
+        sums = self._checksums(where) if self._checksums else [self._checksum(d, n) for d, n in where]
+        return [k for k, got in zip(keys, sums) if got != self._kept[k][2]]
 
     def drop(self, key: str) -> None:
         d, n, _ = self._kept.pop(key)
