@@ -711,6 +711,28 @@ def _sanitizer_verdict(res, entry: dict) -> bool:
     return True
 
 
+# compute-sanitizer's instrumented launches cost about 15 ns per byte of the launch's buffers
+# (the H200, 2026-12-04: scan's scatter_flagged, 1 GiB at its one launch shape, a captured one,
+# held the GPU 13-16 s per tool and candidate, while every other compilation's timings waited).
+# A kernel whose smallest launch shape moves more than this keeps nvcc's code: no candidate is
+# kept without the sanitizer's verdict, and it is not run where it would hold the GPU for seconds.
+SANITIZE_MAX_BYTES = 256 << 20
+
+
+def _sanitizer_too_costly(options: SearchOptions, spec) -> str | None:
+    """Why compute-sanitizer is not run at ``spec`` (the kernel's smallest launch shape), or None."""
+    if not options.sanitize:
+        return None
+    from superopt.judge.judge import spec_bytes
+    nbytes = spec_bytes(spec)
+    if nbytes is None or nbytes <= SANITIZE_MAX_BYTES:
+        return None
+    return (f"the kernel's smallest launch shape moves {nbytes / 2**20:.0f} MiB, over the "
+            f"{SANITIZE_MAX_BYTES >> 20} MiB at which instrumented launches would hold the GPU for seconds "
+            f"(about 15 ns a byte); give a smaller launch in a spec (docs/launch-specs.md) to have it judged, "
+            f"or set NVCC_PLUS_SANITIZE=off")
+
+
 def _sanitize_beside(judge: Judge, options: SearchOptions, baseline_ptx: str, cand: Candidate, spec):
     """compute-sanitizer on the candidate to keep, started now in a thread of its own on this
     thread's GPU, while this thread runs its last checks; returns a call that waits for its
@@ -748,6 +770,15 @@ def _choose(entries, by_id, judge: Judge, options: SearchOptions, kernel: str, r
         if not winners:
             record.update(status=Status.KEPT_BASELINE, reason="no verified candidate was faster beyond noise")
             return None
+        sanitize_at = _smallest_spec(specs) or specs[0]
+        too_costly = _sanitizer_too_costly(options, sanitize_at)
+        if too_costly:
+            for e in winners[:CONFIRM_TRIES]:
+                e.update(fate=Fate.NOT_JUDGED, reason=f"not kept without compute-sanitizer's verdict: {too_costly}")
+            record.update(status=Status.KEPT_BASELINE,
+                          reason=f"a candidate was faster ({winners[0]['speedup']:.3f}x in the search), but none "
+                                 f"is kept without compute-sanitizer's verdict: {too_costly}")
+            return None
         best = None
         for e in winners[:CONFIRM_TRIES]:
             # The cheap verdicts first: the timings that most often drop a candidate come before
@@ -770,8 +801,7 @@ def _choose(entries, by_id, judge: Judge, options: SearchOptions, kernel: str, r
             # instrumented launches are slow (racecheck on a shared-memory kernel at a captured
             # 2048^3 took minutes): the sanitizer runs at the smallest launch shape, beside the
             # last checks; its verdict is read after theirs, as when it ran after them
-            sanitized = _sanitize_beside(judge, options, baseline_ptx, by_id[e["id"]],
-                                         _smallest_spec(specs) or specs[0])
+            sanitized = _sanitize_beside(judge, options, baseline_ptx, by_id[e["id"]], sanitize_at)
             fresh_done: list = []
             checked = (_late_check(judge, baseline_ptx, by_id[e["id"]], specs, e, fresh_done)
                        and _fresh_check(judge, baseline_ptx, by_id[e["id"]], specs, e, fresh_done))

@@ -127,3 +127,36 @@ def test_where_the_sanitizer_cannot_run_at_all_the_candidate_is_kept(test_passes
     assert result.winner is not None
     win = next(e for e in result.record["candidates"] if e["fate"] == "winner")
     assert win["sanitizer"]["status"] == "unavailable"
+
+
+def test_where_the_sanitizer_would_be_too_costly_nothing_is_kept_and_it_never_runs(test_passes, monkeypatch):  # noqa: F811
+    """A kernel whose smallest launch shape is over the sanitizer's bound keeps nvcc's code: no
+    candidate is kept without its verdict, and it is not run (nor the checks at full size that
+    would only have come before it)."""
+    import superopt.search.loop as loop
+    monkeypatch.setattr(loop, "SANITIZE_MAX_BYTES", 64)
+    judge = make()
+    late = []
+    verify = judge.verify
+
+    def spy(base, cand, spec, *, fresh=False):
+        if fresh:
+            late.append(spec_key(spec))
+        return verify(base, cand, spec, fresh=fresh)
+    judge.verify = spy
+    judge.sanitizing.set()              # nothing waits for a sanitizer here
+    result = search(judge)
+    assert result.winner is None and result.record["status"] == "kept-baseline"
+    assert "compute-sanitizer's verdict" in result.record["reason"] and "MiB" in result.record["reason"]
+    assert judge.sanitized_in == [] and late == []
+    assert any(e["fate"] == "not-judged" and "NVCC_PLUS_SANITIZE=off" in e["reason"]
+               for e in result.record["candidates"])
+
+
+def test_the_sanitizers_bound_holds_only_where_it_runs():
+    from superopt.search.loop import SANITIZE_MAX_BYTES, _sanitizer_too_costly
+    big = big_spec()
+    big.params[-1].value = SANITIZE_MAX_BYTES          # three float buffers of that many elements
+    assert _sanitizer_too_costly(SearchOptions(sanitize=("memcheck",)), big)
+    assert _sanitizer_too_costly(SearchOptions(sanitize=()), big) is None
+    assert _sanitizer_too_costly(SearchOptions(sanitize=("memcheck",)), vadd_spec()) is None
