@@ -126,10 +126,14 @@ def run_under(tool: str, ptx: str, spec, inputs, *, sanitizer: str, timeout: flo
     os.close(fd)
     # a worker for one launch keeps no inputs on the GPU (superopt.judge.backends.resident): its
     # copies and checks would be instrumented launches for nothing; nor allocations for reuse
-    # (superopt.judge.backends.alloc_pool): the tool sees one allocation per buffer and launch
+    # (superopt.judge.backends.alloc_pool): the tool sees one allocation per buffer and launch.
+    # Nor is shared memory scrubbed before the launch: the scrub (every SM's shared memory
+    # written, 2 blocks of 1024 threads per SM) makes uninitialised reads differ between the
+    # differential check's runs, which the tools do not compare, and under them it is an
+    # instrumented launch of millions of stores while the GPU is held
     cmd = ["env", "SUPEROPT_GPU_RESIDENT_BYTES=0", "SUPEROPT_GPU_POOL_BYTES=0", sanitizer, "--tool", tool, "--log-file", log,
            "--print-limit", "5", sys.executable, "-m", "superopt.judge.backends._gpu_worker"]
-    be = GpuBackend(worker_cmd=cmd, startup_timeout=timeout, run_step="sanitize")
+    be = GpuBackend(worker_cmd=cmd, startup_timeout=timeout, run_step="sanitize", scrub_shared=False)
     try:
         ok, why = be.available()
         if not ok:

@@ -27,6 +27,10 @@ while True:
         break
     if req.get("op") == "exit":
         break
+    if req.get("scrub_shared", True):
+        # the real worker would scrub every SM's shared memory first: an instrumented launch
+        # of millions of stores under the tool (superopt.judge.sanitize.run_under asks for none)
+        errors.append("Error: the run request asks for a shared-memory scrub under the tool")
     if f"// plant: {tool}" in req.get("ptx", ""):
         what = ("Invalid __global__ read of size 16 bytes" if tool == "memcheck"
                 else "Error: Race reported between Write access at k+0x40 and Read access at k+0x80")
