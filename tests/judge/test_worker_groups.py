@@ -387,3 +387,32 @@ def test_warm_up_until_its_time_has_passed_in_runs_of_pairs(monkeypatch):
     assert rep["warmup_pairs"] == 7
     rep = w._op_time(time_request(warmup=10, warmup_min=2, warmup_s=1.0, reps=4))
     assert rep["warmup_pairs"] == 10
+
+
+def test_a_crash_in_a_group_leaves_the_sets_before_it_their_results_through_the_parent():
+    """End to end with GpuBackend: the worker process (the real run code on the fake driver) faults
+    on the third launch of a group; the parent's answer is that of the request run again one set
+    at a time in a fresh worker: the two sets before the fault keep their results."""
+    import sys
+    from pathlib import Path
+
+    from superopt.judge.inputs import make_input_set
+    from superopt.specs.launch_spec import LaunchSpec
+    spec = LaunchSpec.from_dict({"kernel": "k", "grid": [1, 1, 1], "block": [32, 1, 1],
+                                 "params": [{"name": "a", "kind": "buffer", "type": "u8", "length": 24, "direction": "in"},
+                                            {"name": "b", "kind": "buffer", "type": "u8", "length": 24, "direction": "out"},
+                                            {"name": "n", "kind": "scalar", "type": "u64", "value": 24}]})
+    sets = [make_input_set(spec, 5, k) for k in range(4)]
+    worker = Path(__file__).with_name("judge_fake_group_worker.py")
+    be = GpuBackend(worker_cmd=[sys.executable, str(worker)])
+    try:
+        res = be.run_many("// crash:2\n", spec, sets)
+        assert [r.status for r in res] == ["ok", "ok", "crash", "not_run"], [(r.status, r.error) for r in res]
+        for s, r in zip(sets[:2], res[:2]):
+            assert np.array_equal(r.outputs["b"], (s.data["a"] * 2).astype(np.uint8))
+        assert "set 2 before it ended in crash" in res[3].error
+        # a request without a fault runs as one group, in one reply
+        res = be.run_many("// fine\n", spec, sets)
+        assert [r.status for r in res] == ["ok"] * 4
+    finally:
+        be.close()
