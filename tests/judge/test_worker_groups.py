@@ -62,6 +62,16 @@ class KernelDriver(FakeDriver):
         self._run()
         return self._ret()
 
+    def _pinned(self, addr: int) -> bool:
+        return any(base <= addr < base + len(buf) for base, buf in self.host_bufs.items())
+
+    def cuMemcpyHtoDAsync(self, dst, src, n, stream):
+        if not self._pinned(int(src)):
+            # as the driver does: a copy from pageable memory waits for the stream first
+            self._run()
+            assert not self.hung, "a copy from pageable memory queued behind a launch that never ends"
+        return super().cuMemcpyHtoDAsync(dst, src, n, stream)
+
     def cuEventCreate(self, flags):
         k = len(self.events) + 1
         self.events[k] = None
@@ -228,6 +238,26 @@ def test_a_crash_in_a_group_is_fatal_and_says_the_group_must_run_again_one_set_a
     assert rep["fatal"] and "batched_fault" not in rep
     assert [r["status"] for r in rep["results"]] == ["ok", "ok", "crash", "not_run", "not_run"]
     assert "set 2 before it ended in crash" in rep["results"][3]["error"]
+
+
+def test_a_launch_that_never_ends_times_out_even_with_sets_from_pageable_memory_after_it():
+    """Every set's data here comes from pageable memory, whose copies wait for the stream: the
+    fills are queued before the first launch, so nothing waits behind the launch that hangs."""
+    def hangs_on_first(addrs, cu):
+        raise Hang()
+    w, cu = group_worker(hangs_on_first)
+    rep = w._op_run(make_request(4, n=64))
+    assert rep["fatal"] and [r["status"] for r in rep["results"]] == ["timeout", "not_run", "not_run", "not_run"]
+
+
+def test_without_page_locked_memory_each_set_is_a_group_of_its_own():
+    """Copies back into pageable memory wait for the stream: queued behind a launch that never
+    ends they would wait for ever, so without page-locked memory nothing is queued behind one."""
+    w, cu = group_worker(copy_doubled)
+    cu.cuMemHostAlloc = lambda n, flags: (2,)                # CUDA_ERROR_OUT_OF_MEMORY
+    rep = w._op_run(make_request(3))
+    assert [r["status"] for r in rep["results"]] == ["ok"] * 3
+    assert cu.syncs == 3
 
 
 def test_a_launch_that_never_ends_times_out_and_is_fatal():

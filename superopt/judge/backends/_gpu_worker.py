@@ -966,7 +966,8 @@ class Worker:
                 for r in results:
                     r.update(status="launch_error", error=str(e))
                 return {"results": results, "log": log, "fatal": False}
-            for group in _groups(sets, blobs, together=bool(req.get("batch", True))):
+            together = bool(req.get("batch", True)) and self._page_locked()
+            for group in _groups(sets, blobs, together=together):
                 fatal = self._run_group(fn, req, [sets[k] for k in group], [results[k] for k in group], blobs, dev)
                 if fatal:
                     # the sets of the group queued before the one that failed ran but were not
@@ -1027,6 +1028,12 @@ class Worker:
             rep["batched_fault"] = True
         return rep
 
+    def _page_locked(self) -> bool:
+        """Whether the staging buffers are page-locked: a copy back into pageable memory waits
+        for the stream, so sets queued behind a launch that never ends could not be read
+        without waiting for ever; without page-locked memory each set is its own group."""
+        return all(self._pinned(name, 1)[0] and self.pinned[name][3] for name in ("in", "out"))
+
     def _events(self, n: int) -> list:
         """``n`` CUDA events of this worker's (made once, recorded again by every request)."""
         while len(self.events) < n:
@@ -1034,31 +1041,49 @@ class Worker:
         return self.events[:n]
 
     def _run_group(self, fn, req: dict, sets: list, results: list, blobs: list, dev: dict) -> bool:
-        """Launch ``sets`` one after the other with no wait between them: every set's fill,
-        shared-memory scrub, launch (between its two events), device compares, guard and flag
-        copies are queued on the stream first; then each launch's end is waited for in turn (the
-        request's timeout for each) and, once the stream is done, the sets are read. One wait
-        per group instead of two per set: beside other compilations' workers, each wait also
-        waits for their time slices (2026-12-07). Fills ``results``; True when the context can
-        no longer be trusted (a crash, a timeout: the worker then ends)."""
+        """Launch ``sets`` one after the other with no wait between them: every set's fill first,
+        then each set's shared-memory scrub, launch (between its two events), device compares,
+        guard and flag copies, all queued on the stream; then each launch's end is waited for
+        in turn (the request's timeout for each) and, once the stream is done, the sets are
+        read. One wait per group instead of two per set: beside other compilations' workers,
+        each wait also waits for their time slices (2026-12-07).
+
+        The fills come before every launch because a copy from pageable host memory waits for
+        the stream before it starts: queued behind a launch that never ends, it would wait for
+        ever, past the request's timeout (seen on the H100, 2026-12-07: the planted ``hang``
+        candidate). After the first launch only work that never waits for the stream is
+        queued. Fills ``results``; True when the context can no longer be trusted (a crash, a
+        timeout: the worker then ends)."""
         cu = self.cu
         stage = self._stage_for(sets, dev)
         ev = self._events(2 * len(sets))
-        queued = []                     # (position in the group, allocations, queued read or None)
+        scrub = req.get("scrub_shared", True)
+        if scrub or dev:
+            self._ensure_util()         # loaded before any launch of the group
+        queued = []                     # (position in the group, allocations, args, queued read or None)
         fatal = False
         t = time.perf_counter()
         try:
             for k, (s, r) in enumerate(zip(sets, results)):
-                allocs = []
                 try:
                     args, allocs = self._alloc_set(s, blobs, dev, stage)
-                    queued.append((k, allocs, None))
-                    if req.get("scrub_shared", True):
+                    queued.append([k, allocs, args, None])
+                except CudaError as e:
+                    if e.code in STICKY:
+                        r.update(status="crash", error=str(e))
+                        fatal = True
+                        break
+                    r.update(status="launch_error", error=str(e))
+            for item in queued if not fatal else ():
+                k, allocs, args, _ = item
+                s, r = sets[k], results[k]
+                try:
+                    if scrub:
                         self.scrub_shared()
                     self._chk(cu.cuEventRecord(ev[2 * k], self.stream), "cuEventRecord")
                     self._launch(fn, s["grid"], s["block"], s["shared"], args)
                     self._chk(cu.cuEventRecord(ev[2 * k + 1], self.stream), "cuEventRecord")
-                    queued[-1] = (k, allocs, self._queue_read(s, allocs, dev, stage))
+                    item[3] = self._queue_read(s, allocs, dev, stage)
                 except CudaError as e:
                     if e.code in STICKY or e.what == "kernel":
                         r.update(status="crash", error=str(e))
@@ -1066,11 +1091,14 @@ class Worker:
                         break
                     r.update(status="launch_error", error=str(e))
             t = self._spend("fill", t)
-            for k, allocs, read in queued if not fatal else ():
+            for k, allocs, _, read in queued if not fatal else ():
                 if read is None:
                     continue
                 try:
                     st = self._wait(ev[2 * k + 1], float(req["timeout"]))
+                    if st == "ok":
+                        results[k]["elapsed"] = self._chk(cu.cuEventElapsedTime(ev[2 * k], ev[2 * k + 1]),
+                                                          "cuEventElapsedTime") / 1e3
                 except CudaError as e:
                     results[k].update(status="crash", error=str(e))
                     fatal = True
@@ -1079,19 +1107,17 @@ class Worker:
                     results[k].update(status="timeout", error=f"no completion within {req['timeout']:.3g} s")
                     fatal = True
                     break
-                results[k]["elapsed"] = self._chk(cu.cuEventElapsedTime(ev[2 * k], ev[2 * k + 1]),
-                                                  "cuEventElapsedTime") / 1e3
             t = self._spend("launch", t)
             if not fatal:
                 try:
                     self._sync()
-                    for k, allocs, read in queued:
+                    for k, allocs, _, read in queued:
                         if read is not None:
                             results[k].update(status="ok", buffers=self._finish_read(sets[k], blobs, read))
                 except CudaError as e:
                     # our own copies and compares after the launches failed: no set of the group
                     # left unread has a result
-                    for k, _, read in queued:
+                    for k, _, _, read in queued:
                         if read is not None and results[k]["status"] != "ok":
                             results[k].update(status="crash" if e.code in STICKY else "launch_error", error=str(e))
                     fatal = e.code in STICKY
@@ -1099,7 +1125,7 @@ class Worker:
         finally:
             if not fatal:
                 t = time.perf_counter()
-                for _, allocs, _ in queued:
+                for _, allocs, _, _ in queued:
                     self._free(allocs)
                 self._spend("free", t)
         return fatal
