@@ -141,7 +141,7 @@ def fake_worker() -> tuple[Worker, FakeDriver]:
     w = object.__new__(Worker)
     w.cu, w.stream = cu, "stream"
     w.rng = np.random.default_rng(1)
-    w.pinned, w.staged_in_flight, w.flags = {}, False, None
+    w.pinned, w.staged_in_flight, w.words = {}, False, {}
     w.util_mod, w.differ_fn = "util", "differ"
     w.info = {"sm_count": 4}
     w.pool = AllocationPool(0, w._dev_alloc, w._dev_free)

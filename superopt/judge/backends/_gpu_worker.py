@@ -417,8 +417,9 @@ class Worker:
         self.differ_fn = None
         self.checksum_fn = None
         self.word = None                 # 8 device bytes: the compare's flag, the checksum's sum
-        self.flags = None                # (device words, how many): a set's compares, one flag each
-        self.sums = None                 # (device words, how many): kept inputs' checksums (_dev_checksums)
+        # device words {name: (pointer, how many)}: "flags" (a group's compares, one each),
+        # "sums" (kept inputs' checksums, Worker._dev_checksums)
+        self.words: dict[str, tuple] = {}
         # page-locked host buffers {name: (pointer, bytes, uint8 view, page-locked)}: a set's guard
         # bytes go in and come back through them with copies queued on the stream, not one
         # synchronous copy per guard (2026-12-04, economy bench on the H200: the synchronous copies were most of
@@ -577,13 +578,19 @@ class Worker:
 
     def _flag_words(self, n: int):
         """Device words for ``n`` compare flags (grown as needed)."""
-        if self.flags is None or self.flags[1] < n:
-            if self.flags is not None:
+        return self._words("flags", n, 4, 1024)
+
+    def _words(self, name: str, n: int, size: int, least: int):
+        """Device room for ``n`` words of ``size`` bytes kept as ``name`` (at least ``least``
+        words, grown to a power of two; the stream is drained before a smaller room is freed)."""
+        have = self.words.get(name)
+        if have is None or have[1] < n:
+            if have is not None:
                 self._sync()
-                self._dev_free(self.flags[0])
-            size = max(1024, 1 << max(0, n - 1).bit_length())
-            self.flags = (self._dev_alloc(4 * size), size)
-        return self.flags[0]
+                self._dev_free(have[0])
+            count = max(least, 1 << max(0, n - 1).bit_length())
+            have = self.words[name] = (self._dev_alloc(size * count), count)
+        return have[0]
 
     def _queue_differ(self, a, b, n: int, flag) -> None:
         """Queue the device compare of ``n`` bytes at ``a`` and ``b``: the 32-bit word at ``flag``
@@ -615,7 +622,7 @@ class Worker:
             return []
         self._ensure_util()
         cu = self.cu
-        words = self._sums_words(len(where))
+        words = self._words("sums", len(where), 8, 64)
         self._chk(cu.cuMemsetD32Async(words, 0, 2 * len(where), self.stream), "cuMemsetD32Async(sums)")
         for i, (d, n) in enumerate(where):
             args = [np.array([int(d)], np.uint64), np.array([n], np.uint64), np.array([int(words) + 8 * i], np.uint64)]
@@ -623,16 +630,6 @@ class Worker:
         out = np.zeros(len(where), np.uint64)
         self._chk(cu.cuMemcpyDtoH(out.ctypes.data, words, 8 * len(where)), "cuMemcpyDtoH(sums)")
         return [int(x) for x in out]
-
-    def _sums_words(self, n: int):
-        """Device room for ``n`` 64-bit checksums (grown as needed)."""
-        if self.sums is None or self.sums[1] < n:
-            if self.sums is not None:
-                self._sync()
-                self._dev_free(self.sums[0])
-            size = max(64, 1 << max(0, n - 1).bit_length())
-            self.sums = (self._dev_alloc(8 * size), size)
-        return self.sums[0]
 
     def _dev_free(self, d):
         try:
