@@ -446,3 +446,22 @@ def test_a_crash_in_a_group_leaves_the_sets_before_it_their_results_through_the_
         assert [r.status for r in res] == ["ok"] * 4
     finally:
         be.close()
+
+
+def test_slow_rounds_are_queued_a_few_at_a_time_and_the_time_limit_still_stops_them(monkeypatch):
+    """Rounds of 0.2 s each: runs of one round (a quarter second at most between looks at the
+    clock), and ``max_seconds`` ends the timing after the eleventh round, as when every round
+    was waited for."""
+    w, cu = timing_worker(1.0, 1.0)
+    clock = [0.0]
+    seen = [0]
+
+    def slow_sync(ev, sync=cu.cuEventSynchronize):
+        clock[0] += 0.1 * (len(cu.order) - seen[0])        # 0.1 s a launch, 0.2 s a round
+        seen[0] = len(cu.order)
+        return sync(ev)
+    cu.cuEventSynchronize = slow_sync
+    monkeypatch.setattr(gw.time, "perf_counter", lambda: clock[0])
+    rep = w._op_time(time_request(warmup=1, reps=100, max_seconds=1.0))
+    assert len(rep["a_ms"]) == len(rep["b_ms"]) == 11
+    assert cu.syncs == 1 + 11           # the warm-up's, then one wait a round
