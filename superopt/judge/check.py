@@ -262,6 +262,18 @@ class Mismatch:
                 f"(baseline {self.baseline}, candidate {self.candidate}); {self.count} of {self.length} elements differ")
 
 
+# The evidence key of a verdict on nvcc's own code (:func:`run_baseline` could not judge it:
+# it faults, is not deterministic, writes outside its buffers ...): no candidate can be judged
+# with these inputs at this shape, whatever it is.
+BASELINE_UNJUDGED = "baseline_unjudged"
+
+
+def baseline_unjudged(verdict) -> bool:
+    """Whether ``verdict`` (a :class:`Verdict` or its ``to_dict()``) is about nvcc's own code."""
+    ev = verdict.get("evidence") if isinstance(verdict, dict) else getattr(verdict, "evidence", None)
+    return bool((ev or {}).get(BASELINE_UNJUDGED))
+
+
 @dataclass
 class Verdict:
     status: str                          # accepted | rejected | could_not_judge
@@ -516,6 +528,7 @@ def _run_baseline(baseline_ptx: str, spec: LaunchSpec, *, backend: Union[str, Ba
 
     def fail(reason):
         ev["wall_seconds"] = round(time.monotonic() - t_start, 4)
+        ev[BASELINE_UNJUDGED] = True           # no candidate can be judged here (baseline_unjudged)
         return _verdict(COULD_NOT_JUDGE, reason, policy, ev)
 
     # --- backend

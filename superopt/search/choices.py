@@ -104,6 +104,8 @@ def baseline_unjudgeable(kr: dict) -> str | None:
     that reached the check on every launch shape was not judged), else None. Candidates the
     search left unchecked at its costly shapes (``launch_shapes_unchecked``: not kept, so never
     checked at the captured size) say nothing about those shapes and are not counted."""
+    if kr.get("baseline_unjudged"):
+        return kr["baseline_unjudged"]
     judged = (Fate.NOT_JUDGED, Fate.REJECTED_CHECK, Fate.VERIFIED, Fate.FASTER, Fate.NOT_FASTER,
               Fate.NOT_CONFIRMED, Fate.SLOWER_ELSEWHERE, Fate.NOT_TIMED, Fate.WINNER, Fate.ESTIMATE_WINNER)
     fates = [c for c in kr.get("candidates", [])

@@ -283,6 +283,14 @@ def search_kernel(module: ptx_ir.Module, kernel: str, specs: list | None, *, tar
     judge = judge if isinstance(judge, CachingJudge) else CachingJudge(judge)
     record["backend"] = judge.backend
     record["policy"] = judge.policy
+    unjudged = _screen_random_layout(judge, baseline_ptx, specs)
+    if unjudged:
+        # nvcc's own code cannot be judged at a shape the program uses: no candidate could be
+        # (the next spec source is tried: superopt.search.choices)
+        record.update(status=Status.KEPT_BASELINE, baseline_unjudged=unjudged,
+                      reason=f"nvcc's own code cannot be judged with these launch specs: {unjudged}")
+        record["seconds"] = round(time.monotonic() - started, 3)
+        return KernelResult(kernel, record, None)
     specs, dropped = _screen_extra_shapes(judge, baseline_ptx, specs)
     specs, scaled = _with_timing_shape(judge, baseline_ptx, specs)
     if dropped or scaled:
@@ -311,6 +319,28 @@ def _gpu_waited() -> float:
     from superopt.judge.phases import current
     phases = current()
     return phases.get("gpu_wait") if phases is not None else 0.0
+
+
+def _screen_random_layout(judge: Judge, baseline_ptx: str, specs: list) -> str | None:
+    """Why nvcc's own code cannot be judged at a shape of ``specs`` whose buffers that decide
+    addresses or loop trips are drawn at random (``LaunchSpec.random_layout``: a captured
+    launch without its data, such as a CSR matrix's row offsets), or None. On such inputs
+    nvcc's code may read far outside its buffers and fault; the search would learn it only when
+    it checks the candidate to keep at that shape (a costly shape is checked last), after its
+    whole budget. Asked first, it costs the baseline's runs there, which the search's checks at
+    that shape then reuse (the judge keeps them)."""
+    if not judge.can_time:
+        return None             # the emulator's checks of a captured size are bounded by its own caps
+    for one in specs:
+        layout = getattr(one, "random_layout", ())
+        if not layout:
+            continue
+        v = judge.verify(baseline_ptx, baseline_ptx, one)
+        if v.status != "accepted":
+            return (f"{v.reason} (at grid {list(one.grid)}, block {list(one.block)}, where "
+                    f"{', '.join(layout)} hold random contents, not the program's: capture with --data to "
+                    f"judge it on the program's own data)")
+    return None
 
 
 def _screen_extra_shapes(judge: Judge, baseline_ptx: str, specs: list) -> tuple[list, list[str]]:
@@ -625,6 +655,13 @@ def _combine(module, kernel, entries, by_id, judge: Judge, run_one, within_budge
                 current_score, current_id = combo_score, e["id"]
 
 
+def _nvcc_code_unjudged(entry: dict) -> bool:
+    """Whether the entry's last check failed on nvcc's own code, not on the candidate."""
+    from superopt.judge.check import baseline_unjudged
+    verdict = entry.get("fresh_verdict") or entry.get("verdict")
+    return entry.get("fate") == Fate.NOT_JUDGED and verdict is not None and baseline_unjudged(verdict)
+
+
 def _fresh_check(judge: Judge, baseline_ptx: str, cand: Candidate, specs: list, entry: dict,
                  done: list | None = None) -> bool:
     """Check the candidate to keep once more on inputs drawn for this check alone (the search's
@@ -810,6 +847,11 @@ def _choose(entries, by_id, judge: Judge, options: SearchOptions, kernel: str, r
                     sanitized()         # waited for, its result not needed; a limit still stops the search
                 except Exception:  # noqa: BLE001 - a failure of a run whose verdict is not read
                     pass
+                if _nvcc_code_unjudged(e):
+                    # nvcc's own code could not be judged at a shape (it faults on the inputs drawn
+                    # there, ...): the next winner would meet the same baseline, and its
+                    # confirmation, checks and sanitizer run would be spent for nothing
+                    break
                 continue
             if not _sanitizer_verdict(sanitized(), e):
                 continue
@@ -820,7 +862,7 @@ def _choose(entries, by_id, judge: Judge, options: SearchOptions, kernel: str, r
             e["search_speedup"], e["speedup"] = e["speedup"], again.speedup
             break
         if best is None:
-            tried = winners[:CONFIRM_TRIES]
+            tried = [e for e in winners[:CONFIRM_TRIES] if e["fate"] != Fate.FASTER]
             elsewhere = [e for e in tried if e["fate"] == Fate.SLOWER_ELSEWHERE]
             record.update(status=Status.KEPT_BASELINE,
                           reason=(f"no verified candidate was faster beyond noise when timed again "

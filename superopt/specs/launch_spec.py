@@ -460,6 +460,11 @@ class LaunchSpec:
     # "before", and nvcc's code must reproduce "after" on it (a golden test); buffers whose
     # distribution is "snapshot" start from "before" in every set.
     snapshot: dict | None = None
+    # Buffers whose contents decide the kernel's addresses or loop trips and that are drawn at
+    # random here (a captured launch without its --data snapshot): nvcc's own code may fault on
+    # them, so the search asks whether it can be judged before searching (superopt.search.loop).
+    # Not part of the spec's text or its key.
+    random_layout: tuple = ()
 
     def __post_init__(self):
         self.grid = _dim3(self.grid, "grid")

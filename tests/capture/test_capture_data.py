@@ -101,6 +101,7 @@ def test_index_arrays_keep_the_programs_data(tmp_path, ptx):
     spec = r.specs[0]
     dist = {b.name: b.distribution for b in spec.buffers}
     assert dist == {"p0_8": "snapshot", "p0_16": "snapshot", "p0_24": "auto", "p1": "auto", "p2": "auto"}, dist
+    assert spec.random_layout == ()          # the index arrays hold the program's data
     assert set(spec.snapshot["before"]) == set(dist) and set(spec.snapshot["after"]) == set(dist)
     s0, s1 = make_input_set(spec, 3, 0), make_input_set(spec, 3, 1)
     assert all(d == "program data" for d in s0.distributions.values())
@@ -137,3 +138,6 @@ def test_without_data_the_index_arrays_are_named(tmp_path, ptx):
     r = captured_specs(cap, ptx_ir.parse(ptx), SPMV)
     assert r.specs and r.specs[0].snapshot is None
     assert any("p0_8, p0_16" in n and "--data" in n for n in r.notes), r.notes
+    # the search asks whether nvcc's code can be judged on them before it searches
+    assert r.specs[0].random_layout == ("p0_8", "p0_16")
+    assert "random_layout" not in r.specs[0].to_dict()       # not part of the spec's key

@@ -202,19 +202,21 @@ def shape_to_spec(fn, infos, names, shape: dict, read_only: set[int], notes: lis
                    for info, name, p in zip(infos, names, out) if isinstance(p, Bytes) for off in p.pointers})
     index = {by_ptx[k] for k in index_buffers(fn) if k in by_ptx}
     index = {n for n in index if any(isinstance(q, Buffer) and q.name == n for q in params)}
+    random_layout: tuple = ()
     if index:
         have = set((snapshot or {}).get("before", {}))
         for q in params:
             if isinstance(q, Buffer) and q.name in index and q.name in have:
                 q.distribution = "snapshot"
         missing = [q.name for q in params if isinstance(q, Buffer) and q.name in index - have]
+        random_layout = tuple(missing)
         if missing and notes is not None:
             notes.append(f"{', '.join(missing)}: the kernel's addresses or loop trips depend on their contents; "
                          "random contents may not be a valid input (capture with --data to check on the "
                          "program's own data)")
     return LaunchSpec(kernel=fn.name, grid=tuple(shape["grid"]), block=tuple(shape["block"]), params=params,
                       shared_bytes=int(shape.get("shared_bytes") or 0), vary_sizes=False, origin=ORIGIN,
-                      snapshot=snapshot)
+                      snapshot=snapshot, random_layout=random_layout)
 
 
 def _snapshot_files(fn, infos, names, shape: dict, params: list, notes: list | None) -> dict | None:
