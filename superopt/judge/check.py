@@ -445,20 +445,28 @@ NOT_DETERMINISTIC = "the baseline is not deterministic"
 
 def run_baseline(baseline_ptx: str, spec: LaunchSpec, *, backend: Union[str, Backend] = "gpu",
                  policy: Union[str, Policy, None] = None, sets: int = 4, seed: int | None = None,
-                 launch_timeout: float | None = None) -> Union[BaselineRuns, Verdict]:
+                 launch_timeout: float | None = None,
+                 prepared: BaselineInputs | None = None) -> Union[BaselineRuns, Verdict]:
     """The baseline half of :func:`check`: inputs, two baseline runs per set, determinism.
     Returns the runs, or a *could not judge* verdict when the baseline cannot be used.
+    ``prepared``: the input sets, made ahead by :func:`prepare_baseline_inputs` with this
+    baseline and spec (then its seed, sets and policy are the runs').
 
     When nvcc's code is not deterministic only because a schedule ran the lanes of a warp out of
     step (legacy warp-synchronous code: :meth:`Backend.lanes_in_step`), its runs are made again
     on the same inputs with the lanes in step, and the candidates are judged there too."""
-    seed = fresh_seed() if seed is None else int(seed)
-    try:
-        be = get_backend(backend) if isinstance(backend, str) else backend
-    except BackendUnavailable:
-        be = backend
+    if prepared is not None:
+        if prepared.baseline_ptx != baseline_ptx:
+            raise ValueError("run_baseline(prepared=...): the sets were made for another baseline PTX")
+        seed, policy, be = prepared.seed, prepared.policy, prepared.be
+    else:
+        seed = fresh_seed() if seed is None else int(seed)
+        try:
+            be = get_backend(backend) if isinstance(backend, str) else backend
+        except BackendUnavailable:
+            be = backend
     got = _run_baseline(baseline_ptx, spec, backend=be, policy=policy, sets=sets, seed=seed,
-                        launch_timeout=launch_timeout)
+                        launch_timeout=launch_timeout, prepared=prepared)
     # only code that shares memory or barriers between lanes runs serial schedules at all
     shares = any(w in baseline_ptx for w in (".shared", "bar.sync", "barrier"))
     in_step = be.lanes_in_step() if isinstance(be, Backend) and shares else None
@@ -516,14 +524,46 @@ def _make_sets_at_once(spec: LaunchSpec, seed: int, todo: list) -> list | None:
     return made
 
 
-def _run_baseline(baseline_ptx: str, spec: LaunchSpec, *, backend: Union[str, Backend],
-                  policy: Union[str, Policy, None], sets: int, seed: int,
-                  launch_timeout: float | None) -> Union[BaselineRuns, Verdict]:
-    """:func:`run_baseline` on one backend."""
+@dataclass
+class BaselineInputs:
+    """The host half of :func:`run_baseline`, before anything runs: the backend, the resolved
+    kernel, the input plan, the sets and their second runs' inputs (complementary poisons), and
+    the generator the rest of the check goes on drawing from. Made ahead of the check by
+    :func:`prepare_baseline_inputs` (in a thread beside a search: at captured sizes drawing the
+    sets is seconds of host work); the runs that follow are those the check would have made."""
+    baseline_ptx: str
+    spec: LaunchSpec
+    be: Any
+    kname: str
+    policy: Policy
+    seed: int
+    ev: dict
+    rng: Any
+    prove: Any
+    base_sets: list
+    run2: list
+    large_plan: list
+    fallback: list
+    outs: set
+    t_start: float
+
+    def second_runs(self, sets_):
+        """The sets' second baseline runs: complementary poison, fresh guards."""
+        return [s.with_outputs({n: complement_poison(s.data[n], s.spec.param(n).elem, self.rng) for n in self.outs},
+                               self.rng, "baseline-2") for s in sets_]
+
+
+def prepare_baseline_inputs(baseline_ptx: str, spec: LaunchSpec, *, backend: Union[str, Backend],
+                            policy: Union[str, Policy, None], sets: int, seed: int | None = None,
+                            availability: tuple[bool, str] | None = None) -> Union[BaselineInputs, Verdict]:
+    """The input sets of :func:`run_baseline` for ``seed`` (default a fresh one), without
+    running anything; a could-not-judge verdict where nvcc's code cannot be judged with the spec
+    (no backend, a spec that does not fit the kernel, no inputs). ``run_baseline(...,
+    prepared=...)`` goes on from here. ``availability``: the backend's ``available()``, asked
+    by the caller already (a thread beside a search does not wait for the backend's lock)."""
     t_start = time.monotonic()
     policy = Policy.parse(policy)
     seed = fresh_seed() if seed is None else int(seed)
-    atomic_refusal = None
     ev: dict[str, Any] = {"seed": seed, "kernel": spec.kernel, "sets": [], "notes": [], "max_diff": {}}
 
     def fail(reason):
@@ -537,7 +577,7 @@ def _run_baseline(baseline_ptx: str, spec: LaunchSpec, *, backend: Union[str, Ba
     except BackendUnavailable as e:
         ev["backend"] = {"backend": str(backend)}
         return fail(str(e))
-    ok, why = be.available()
+    ok, why = availability if availability is not None else be.available()
     ev["backend"] = be.describe()
     if not ok:
         return fail(why)
@@ -590,14 +630,43 @@ def _run_baseline(baseline_ptx: str, spec: LaunchSpec, *, backend: Union[str, Ba
     if pinned:
         ev["pinned"] = pinned          # the spec's word that the kernel may rely on these values
     outs = {b.name for b in spec.buffers if b.direction == "out"}
-
-    def second_runs(sets_):
-        # second run: complementary poison, fresh guards
-        return [s.with_outputs({n: complement_poison(s.data[n], s.spec.param(n).elem, rng) for n in outs},
-                               rng, "baseline-2") for s in sets_]
-
-    run2 = second_runs(base_sets)
+    prepared = BaselineInputs(baseline_ptx=baseline_ptx, spec=spec, be=be, kname=kname, policy=policy, seed=seed,
+                              ev=ev, rng=rng, prove=prove, base_sets=base_sets, run2=[], large_plan=large_plan,
+                              fallback=fallback, outs=outs, t_start=t_start)
+    prepared.run2 = prepared.second_runs(base_sets)
     phases["inputs"] = round(time.monotonic() - t_phase, 4)
+    return prepared
+
+
+def _run_baseline(baseline_ptx: str, spec: LaunchSpec, *, backend: Union[str, Backend],
+                  policy: Union[str, Policy, None], sets: int, seed: int,
+                  launch_timeout: float | None, prepared: BaselineInputs | None = None) -> Union[BaselineRuns, Verdict]:
+    """:func:`run_baseline` on one backend (``prepared``: its input sets, made ahead)."""
+    if prepared is None:
+        prepared = prepare_baseline_inputs(baseline_ptx, spec, backend=backend, policy=policy, sets=sets, seed=seed)
+        if isinstance(prepared, Verdict):
+            return prepared
+    else:
+        # made ahead: the check's own time starts now
+        prepared.t_start = time.monotonic()
+        prepared.ev["notes"].append("the input sets were made ahead of the check, beside the search")
+    return _run_prepared(prepared, launch_timeout)
+
+
+def _run_prepared(prep: BaselineInputs, launch_timeout: float | None) -> Union[BaselineRuns, Verdict]:
+    """The baseline's runs on the prepared sets, the determinism and golden checks, the late sets."""
+    baseline_ptx, spec, be, kname, policy, seed = prep.baseline_ptx, prep.spec, prep.be, prep.kname, prep.policy, prep.seed
+    ev, rng, prove, base_sets, run2, outs = prep.ev, prep.rng, prep.prove, prep.base_sets, prep.run2, prep.outs
+    large_plan, fallback, t_start = prep.large_plan, prep.fallback, prep.t_start
+    second_runs = prep.second_runs
+    phases = ev.setdefault("phase_seconds", {})
+    atomic_refusal = None
+
+    def fail(reason):
+        ev["wall_seconds"] = round(time.monotonic() - t_start, 4)
+        ev[BASELINE_UNJUDGED] = True           # no candidate can be judged here (baseline_unjudged)
+        return _verdict(COULD_NOT_JUDGE, reason, policy, ev)
+
     atomic = atomic_judge.start(baseline_ptx, kname, base_sets)
     if isinstance(atomic, str):
         ev["notes"].append(f"float atomics are not judged by their contributions: {atomic}")
@@ -850,7 +919,8 @@ def _golden_problem(spec: LaunchSpec, base_sets, bres, unwritten, valid, policy,
 def check(baseline_ptx: str, candidate_ptx: str, spec: LaunchSpec, *,
           backend: Union[str, Backend] = "gpu", policy: Union[str, Policy, None] = None, sets: int = 4,
           seed: int | None = None, launch_timeout: float | None = None, min_timeout: float = 2.0,
-          baseline: BaselineRuns | None = None, aliasing: bool | str = True) -> Verdict:
+          baseline: BaselineRuns | None = None, aliasing: bool | str = True,
+          prepared: BaselineInputs | None = None) -> Verdict:
     """Judge ``candidate_ptx`` against ``baseline_ptx`` for the kernel ``spec.kernel``.
 
     ``backend``: a name from the registry (``gpu``, ``emulator``) or a Backend instance.
@@ -863,6 +933,7 @@ def check(baseline_ptx: str, candidate_ptx: str, spec: LaunchSpec, *,
     candidate on the aliased layouts too (:mod:`superopt.judge.alias_check`); a string leaves them
     out and says why in the evidence (the judge does so at a costly shape for a candidate already
     judged there at another shape: :meth:`superopt.judge.judge.BackendJudge.verify`).
+    ``prepared``: the baseline's input sets made ahead (:func:`prepare_baseline_inputs`).
     """
     t_start = time.monotonic()
     if baseline is None:
@@ -878,17 +949,17 @@ def check(baseline_ptx: str, candidate_ptx: str, spec: LaunchSpec, *,
                                  "max_diff": {}}, t_start)
         if early is not None:
             return early
-        prepared = run_baseline(baseline_ptx, spec, backend=backend, policy=policy, sets=sets, seed=seed,
-                                launch_timeout=launch_timeout)
-        if isinstance(prepared, Verdict):
-            return prepared
+        runs = run_baseline(baseline_ptx, spec, backend=backend, policy=policy, sets=sets, seed=seed,
+                            launch_timeout=launch_timeout, prepared=prepared)
+        if isinstance(runs, Verdict):
+            return runs
         reused = False
     else:
         if baseline.baseline_ptx != baseline_ptx:
             raise ValueError("check(baseline=...): the runs were made with another baseline PTX")
-        prepared, reused = baseline, True
+        runs, reused = baseline, True
     be = get_backend(backend) if isinstance(backend, str) else backend
-    return _judge_candidate(prepared, candidate_ptx, be, launch_timeout, min_timeout, t_start, reused, aliasing)
+    return _judge_candidate(runs, candidate_ptx, be, launch_timeout, min_timeout, t_start, reused, aliasing)
 
 
 # Sets the candidate runs once, not twice: the tails (for the residues) and the large set (for

@@ -11,6 +11,10 @@ from superopt.specs.scaled import SCALED_SUFFIX
 
 
 CAPTURED_SETS = 3
+# The inputs made ahead of a check on fresh inputs (BackendJudge.prefetch_fresh) stay in host
+# memory until the check takes them: not made where they would hold more than this (the
+# buffers' bytes, twice per set: the inputs and the second run's outputs).
+PREFETCH_MAX_BYTES = 4 << 30
 # A shape whose buffers hold more than this is *costly* for the aliased layouts: a candidate
 # judged on them at another shape of its search is not judged on them again there. The layouts
 # test how a candidate treats buffers that overlap (the launch-time no-alias check, loads moved
@@ -44,6 +48,8 @@ class BackendJudge(Judge):
         # (baseline, candidate) -> the shape at which the candidate was accepted on aliased layouts
         self._aliasing_judged: dict = {}
         self._timing_inputs: dict = {}          # (baseline, spec) -> the InputSet candidates are timed on
+        # (baseline, spec) -> {"check": waiter, "time": waiter}: inputs made ahead (prefetch_fresh)
+        self._prefetched: dict = {}
 
     @staticmethod
     def gpu_usable() -> tuple[bool, str]:
@@ -122,18 +128,81 @@ class BackendJudge(Judge):
         with self._on_gpu(), phase("check"):
             return self._verify(base_ptx, cand_ptx, spec, fresh=fresh)
 
-    def _verify(self, base_ptx: str, cand_ptx: str, spec, *, fresh: bool):
-        from superopt.judge.check import ACCEPTED, BaselineRuns, Verdict, check, run_baseline
+    def _sets_for(self, spec) -> int:
         # A captured spec is the program's real size (an inferred one scaled up for timing, a
         # stand-in for it): its sizes are fixed, and variation comes from the smaller shapes
         # checked beside it, so fewer sets of it suffice.
         origin = getattr(spec, "origin", None) or ""
-        sets = min(self.check_sets, CAPTURED_SETS) \
+        return min(self.check_sets, CAPTURED_SETS) \
             if origin == "captured" or origin.endswith(SCALED_SUFFIX) else self.check_sets
+
+    def prefetch_fresh(self, base_ptx: str, spec, what: tuple = ("check", "time")) -> bool:
+        """Start making, in a thread beside the caller, the inputs of the next check on fresh
+        inputs of ``base_ptx`` at ``spec`` (:func:`superopt.judge.check.prepare_baseline_inputs`)
+        and of the next confirmation timing there: a search calls it when a candidate is first
+        found faster at a costly shape, whose late check and confirmation will draw sets at the
+        program's real size (seconds of host work each, 2026-12-07) while the search goes on
+        timing other candidates. :meth:`verify` (``fresh``) and :meth:`time` (``fresh``) take
+        them, each once: drawn for that call alone, as they would have drawn them (``what``:
+        which of the two to make). Host work
+        only: nothing runs on the GPU before the call that takes them. False where nothing was
+        started (no GPU backend, made already, over :data:`PREFETCH_MAX_BYTES`)."""
+        if not self.can_time:
+            return False
+        key = (text_digest(base_ptx), spec_key(spec))
+        if key in self._prefetched:
+            return False
+        sets = self._sets_for(spec)
+        n = spec_bytes(spec)
+        if n is None or 2 * n * (sets + 1) > PREFETCH_MAX_BYTES:
+            return False
+        from superopt.judge.at_once import beside
+        from superopt.judge.backends.base import BackendUnavailable, get_backend
+        from superopt.judge.check import prepare_baseline_inputs
+        from superopt.judge.inputs import fresh_seed, make_input_set
+        from superopt.judge.phases import in_context
+        try:
+            be = get_backend(self.backend)          # this thread's worker (its slot), resolved here
+            availability = be.available()
+        except BackendUnavailable:
+            return False
+        if not availability[0]:
+            return False
+        self._prefetched = {k: v for k, v in self._prefetched.items() if k[0] == key[0]}  # one kernel at a time
+        def check_inputs():
+            with phase("prefetch"):
+                return prepare_baseline_inputs(base_ptx, spec, backend=be, policy=self.policy, sets=sets,
+                                               availability=availability)
+
+        def timing_inputs():
+            with phase("prefetch"):
+                return make_input_set(spec, fresh_seed(), 0)
+        makers = {"check": check_inputs, "time": timing_inputs}
+        self._prefetched[key] = {w: beside(in_context(makers[w]), name=f"superopt-prefetch-{w}") for w in what}
+        return True
+
+    def _take_prefetched(self, base_ptx: str, spec, what: str):
+        """The inputs :meth:`prefetch_fresh` made for ``what`` ("check", "time"), once; None
+        where none were made or making them failed (the caller makes its own, and meets the
+        failure with its reason)."""
+        made = self._prefetched.get((text_digest(base_ptx), spec_key(spec)))
+        wait = made.pop(what, None) if made else None
+        if wait is None:
+            return None
+        try:
+            return wait()
+        except Exception:  # noqa: BLE001 - made again by the caller, which reports what fails
+            return None
+
+    def _verify(self, base_ptx: str, cand_ptx: str, spec, *, fresh: bool):
+        from superopt.judge.check import ACCEPTED, BaselineInputs, BaselineRuns, Verdict, check, run_baseline
+        sets = self._sets_for(spec)
         aliasing = self._aliasing(base_ptx, cand_ptx, spec, fresh)
         if fresh:
+            prepared = self._take_prefetched(base_ptx, spec, "check")
             verdict = check(base_ptx, cand_ptx, spec, backend=self.backend, policy=self.policy, sets=sets,
-                            aliasing=aliasing)
+                            aliasing=aliasing,
+                            prepared=prepared if isinstance(prepared, BaselineInputs) else None)
             self._note_aliasing(base_ptx, cand_ptx, spec, verdict)
             return verdict
         key = (text_digest(base_ptx), spec_key(spec))
@@ -235,7 +304,7 @@ class BackendJudge(Judge):
         from superopt.judge.inputs import fresh_seed, make_input_set
         from superopt.judge.timing import time_pair
         with self._on_gpu(), phase("timing"):
-            inputs = None
+            inputs = self._take_prefetched(base_ptx, spec, "time") if fresh else None
             if not fresh and self.backend == "gpu":
                 key = (text_digest(base_ptx), spec_key(spec))
                 inputs = self._timing_inputs.get(key)

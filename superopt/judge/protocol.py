@@ -56,6 +56,12 @@ class Judge(Protocol):
         from contextlib import nullcontext
         return nullcontext()
 
+    def prefetch_fresh(self, base_ptx: str, spec: Any, what: tuple = ("check", "time")) -> bool:
+        """Start making, beside the caller, the inputs the next :meth:`verify` (``fresh``) and
+        :meth:`time` (``fresh``) of ``base_ptx`` at ``spec`` will use, so that they need not
+        draw them; True when something was started. A hint: the default does nothing."""
+        return False
+
     def sanitize(self, base_ptx: str, cand_ptx: str, spec: Any, tools: Iterable[str]) -> "SanitizerResult":
         """compute-sanitizer ``tools`` on baseline and candidate for one launch shape; the result's
         ``rejected`` is True only when the candidate has errors nvcc's code does not have.

@@ -411,6 +411,7 @@ class _Search:
         self.by_id: dict[str, Candidate] = {}
         self.seen_code: dict[str, str] = {}
         self.at_roofline: str | None = None      # why the rest is not judged (see _note_roofline)
+        self.prefetched = False                  # the keep checks' inputs asked for (_prefetch_keep_checks)
         # the GPU wait already recorded when the search started (``started``): what it waits
         # from then on, the screening of its launch shapes included, is not its time
         self.waited0 = _gpu_waited() if waited0 is None else waited0
@@ -457,6 +458,23 @@ class _Search:
         except Exception as exc:
             e.update(fate=Fate.ERROR, reason=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=5))
         self._note_roofline(e)
+        self._prefetch_keep_checks(e)
+
+    def _prefetch_keep_checks(self, e: dict) -> None:
+        """The first candidate found faster with costly launch shapes left unchecked: the checks
+        before keeping one (a confirmation timing, the late check on fresh inputs there) will
+        draw input sets at the program's real size, seconds of host work each (transpose's
+        8192^2 on the H100, 2026-12-07: 3.8 s of a 10 s late check). Their inputs are made now,
+        beside the rest of the search (``Judge.prefetch_fresh``), not after it. Not where no
+        candidate can be kept anyway (compute-sanitizer's bound)."""
+        if self.prefetched or e.get("fate") != Fate.FASTER or not e.get("launch_shapes_unchecked"):
+            return
+        self.prefetched = True
+        prefetch = getattr(self.judge, "prefetch_fresh", None)
+        if prefetch is None or _sanitizer_too_costly(self.options, _smallest_spec(self.specs) or self.specs[0]):
+            return
+        for one in _split_by_cost(self.specs)[1]:
+            prefetch(self.baseline_ptx, one, ("check", "time") if one is self.specs[0] else ("check",))
 
     def time_waiting(self, waiting: list) -> None:
         """Time the checked candidates in ``waiting`` ((candidate, entry) pairs) in one window of

@@ -1,0 +1,166 @@
+"""Inputs made ahead of the checks before keeping a candidate (BackendJudge.prefetch_fresh): the
+baseline's input sets of a check on fresh inputs, made in a thread beside the search, give the
+check it would have made on its own (the same sets for a seed, the same verdicts), each set is
+used by one check only, and the search asks for them once, when a candidate is first faster with
+costly launch shapes left to check. On the emulator (the judge's gate is the GPU's: a test judge
+says it can time)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ptx_ir
+from superopt.judge import judge as judge_mod
+from superopt.judge.cache import CachingJudge, spec_key
+from superopt.judge.check import (ACCEPTED, REJECTED, BaselineInputs, BaselineRuns, check, prepare_baseline_inputs,
+                                  run_baseline)
+from superopt.judge.judge import BackendJudge
+from superopt.search.options import SearchOptions
+from tests.judge.planted import KERNELS, judge_spec, ptx
+from tests.model.helpers import VADD, test_passes, vadd_spec  # noqa: F401 (a fixture)
+from tests.search.test_costly_shapes import SizeJudge, big_spec
+
+pytestmark = pytest.mark.skipif(not (KERNELS / "ptx" / "baseline.ptx").exists(), reason="judge kernels missing")
+
+SPEC = judge_spec(3001)
+MADE_AHEAD = "the input sets were made ahead of the check, beside the search"
+
+
+class EmulatorAsGpu(BackendJudge):
+    """The emulator judge with the GPU judge's gate open (prefetch_fresh makes inputs only for a
+    judge that times)."""
+
+    can_time = True
+
+    def __init__(self):
+        super().__init__("emulator", check_sets=2)
+
+
+def test_prepared_inputs_are_the_sets_the_baseline_would_draw():
+    prepared = prepare_baseline_inputs(ptx("baseline"), SPEC, backend="emulator", policy="exact", sets=2, seed=77)
+    assert isinstance(prepared, BaselineInputs) and prepared.seed == 77
+    made = len(prepared.base_sets)          # the large set after them depends on measured times
+    assert made >= 2 and len(prepared.run2) == made
+    ahead = run_baseline(ptx("baseline"), SPEC, backend="emulator", prepared=prepared)
+    alone = run_baseline(ptx("baseline"), SPEC, backend="emulator", sets=2, seed=77)
+    assert isinstance(ahead, BaselineRuns) and isinstance(alone, BaselineRuns)
+    assert ahead.valid[:made] == alone.valid[:made] == list(range(made))
+    for a, b in zip(ahead.sets[:made], alone.sets[:made]):
+        assert a.label == b.label and a.data.keys() == b.data.keys()
+        assert all(np.array_equal(a.data[k].view(np.uint8), b.data[k].view(np.uint8)) for k in a.data)
+    for i in range(made):
+        a, b = ahead.results[i], alone.results[i]
+        assert all(np.array_equal(a.outputs[k].view(np.uint8), b.outputs[k].view(np.uint8)) for k in a.outputs)
+    assert MADE_AHEAD in ahead.evidence["notes"] and MADE_AHEAD not in alone.evidence["notes"]
+
+
+def test_a_check_on_prepared_inputs_judges_as_one_on_its_own():
+    base = ptx("baseline")
+    for name, want in (("eq_reorder", ACCEPTED), ("ignore_input", REJECTED), ("off_by_one", REJECTED)):
+        prepared = prepare_baseline_inputs(base, SPEC, backend="emulator", policy="exact", sets=2)
+        v = check(base, ptx(name), SPEC, backend="emulator", prepared=prepared)
+        assert v.status == want, (name, v.summary())
+
+
+def test_prepared_for_another_baseline_is_refused():
+    prepared = prepare_baseline_inputs(ptx("baseline"), SPEC, backend="emulator", policy="exact", sets=1)
+    with pytest.raises(ValueError):
+        run_baseline(ptx("eq_reorder"), SPEC, backend="emulator", prepared=prepared)
+
+
+def test_the_judge_makes_them_beside_and_one_fresh_check_takes_them():
+    judge = EmulatorAsGpu()
+    base = ptx("baseline")
+    assert judge.prefetch_fresh(base, SPEC, ("check",))
+    assert not judge.prefetch_fresh(base, SPEC, ("check",))          # asked for once
+    first = judge.verify(base, ptx("eq_reorder"), SPEC, fresh=True)
+    assert first.status == ACCEPTED and MADE_AHEAD in first.evidence["notes"]
+    second = judge.verify(base, ptx("eq_reorder"), SPEC, fresh=True)   # inputs of its own again
+    assert second.status == ACCEPTED and MADE_AHEAD not in second.evidence["notes"]
+    assert first.evidence["seed"] != second.evidence["seed"]
+    # a check that is not on fresh inputs never takes them
+    assert judge.prefetch_fresh(ptx("eq_commute"), SPEC, ("check",))
+    cached = judge.verify(ptx("eq_commute"), ptx("eq_reorder"), SPEC)
+    assert MADE_AHEAD not in cached.evidence["notes"]
+    assert judge._prefetched[(judge_mod.text_digest(ptx("eq_commute")), spec_key(SPEC))].get("check") is not None
+
+
+def test_a_wrong_candidate_is_rejected_on_inputs_made_ahead():
+    judge = EmulatorAsGpu()
+    base = ptx("baseline")
+    assert judge.prefetch_fresh(base, SPEC, ("check",))
+    v = judge.verify(base, ptx("ignore_input"), SPEC, fresh=True)
+    assert v.status == REJECTED and MADE_AHEAD in v.evidence["notes"], v.summary()
+
+
+def test_nothing_is_made_past_the_memory_bound_or_without_a_gpu(monkeypatch):
+    monkeypatch.setattr(judge_mod, "PREFETCH_MAX_BYTES", 1024)
+    assert not EmulatorAsGpu().prefetch_fresh(ptx("baseline"), SPEC)
+    monkeypatch.undo()
+    assert not BackendJudge("emulator").prefetch_fresh(ptx("baseline"), SPEC)
+
+
+def test_a_failure_while_making_them_leaves_the_check_its_own(monkeypatch):
+    judge = EmulatorAsGpu()
+    base = ptx("baseline")
+
+    def broken(*a, **kw):
+        raise MemoryError("no room")
+    monkeypatch.setattr("superopt.judge.check.prepare_baseline_inputs", broken)
+    assert judge.prefetch_fresh(base, SPEC, ("check",))
+    monkeypatch.undo()
+    v = judge.verify(base, ptx("eq_reorder"), SPEC, fresh=True)
+    assert v.status == ACCEPTED and MADE_AHEAD not in v.evidence["notes"]
+
+
+class PrefetchLog(SizeJudge):
+    def __init__(self, speedup):
+        super().__init__(speedup)
+        self.prefetches = []
+
+    def prefetch_fresh(self, base_ptx, spec, what=("check", "time")):
+        self.prefetches.append((spec_key(spec), tuple(what), len(self.calls)))
+        return True
+
+
+def _search(judge, specs, sanitize=()):
+    from superopt.search.loop import search_kernel
+    return search_kernel(ptx_ir.parse(VADD), "vadd", specs, target="sm_90",
+                         options=SearchOptions(budget_s=60, passes=["test-nc-loads"], sanitize=sanitize), judge=judge)
+
+
+def test_the_search_asks_once_when_a_candidate_is_first_faster_at_an_unchecked_costly_shape(test_passes):  # noqa: F811
+    big, small = big_spec(), vadd_spec()
+    judge = PrefetchLog(speedup=1.3)
+    result = _search(judge, [big, small])
+    assert result.winner is not None
+    assert len(judge.prefetches) == 1, judge.prefetches
+    key, what, at = judge.prefetches[0]
+    assert key == spec_key(big) and what == ("check", "time")      # the timed shape is the costly one
+    # asked right after the first timing, before the late check at the costly shape
+    assert judge.calls[:at] == [("verify", spec_key(small)), ("time", spec_key(big))]
+    assert ("verify", spec_key(big)) in judge.calls[at:]
+
+
+def test_not_asked_when_nothing_is_faster_or_nothing_costly_is_left(test_passes):  # noqa: F811
+    judge = PrefetchLog(speedup=0.97)
+    _search(judge, [big_spec(), vadd_spec()])
+    assert judge.prefetches == []
+    judge = PrefetchLog(speedup=1.3)
+    _search(judge, [vadd_spec()])
+    assert judge.prefetches == []
+
+
+def test_not_asked_where_no_candidate_could_be_kept(test_passes, monkeypatch):  # noqa: F811
+    """compute-sanitizer's bound keeps nvcc's code whatever is faster: nothing to check."""
+    from superopt.search import loop
+    monkeypatch.setattr(loop, "SANITIZE_MAX_BYTES", 1024)
+    judge = PrefetchLog(speedup=1.3)
+    _search(judge, [big_spec(), vadd_spec()], sanitize=("memcheck",))
+    assert judge.prefetches == []
+
+
+def test_the_caching_judge_passes_it_on():
+    judge = EmulatorAsGpu()
+    assert CachingJudge(judge).prefetch_fresh(ptx("baseline"), SPEC, ("check",))
+    assert CachingJudge(SizeJudge(1.0)).prefetch_fresh(ptx("baseline"), SPEC) is False
