@@ -320,4 +320,5 @@ class BackendJudge(Judge):
             # a search's first timing of a candidate may stop once it is clearly not faster or
             # clearly faster (a win is kept only after a confirmation: fresh inputs, every round)
             return time_pair(base_ptx, cand_ptx, spec, backend=self.backend, reps=self.timing_reps,
-                             inputs=inputs, stop_not_faster=not fresh, stop_faster=not fresh)
+                             inputs=inputs, stop_not_faster=not fresh, stop_faster=not fresh,
+                             reused=not fresh)        # a confirmation's inputs (made ahead) serve it alone

@@ -199,13 +199,16 @@ def time_pair(baseline_ptx: str, candidate_ptx: str, spec: LaunchSpec, *,
               backend: Union[str, Backend] = "gpu", reps: int = 100, warmup: int = 10, flush_l2: bool = True,
               min_gain: float = 0.0, seed: int | None = None, max_seconds: float = 20.0,
               require_gpu: bool = False, inputs: InputSet | None = None,
-              stop_not_faster: bool = False, stop_faster: bool = False) -> TimingResult:
+              stop_not_faster: bool = False, stop_faster: bool = False,
+              reused: bool | None = None) -> TimingResult:
     """Time candidate against baseline (interleaved, L2 flushed) and decide "faster".
 
     Only meaningful for a candidate the differential check accepted. ``require_gpu``
     raises :class:`NoGPU` instead of returning a ``no_gpu`` result. ``inputs``: the input set
     to time on (a search times its candidates on one, made once: at a program's captured sizes
-    making it takes longer than the timing); by default one made from ``seed``.
+    making it takes longer than the timing); by default one made from ``seed``. ``reused``:
+    whether the caller times on ``inputs`` again (the GPU worker may then keep them; default:
+    given inputs are reused).
     ``stop_not_faster``: the rounds may end early once the candidate is clearly not faster
     (:mod:`superopt.judge.early_stop`; a search's first timing of each candidate); never for a
     timing that must see "slower" or confirm a win. ``stop_faster`` (with it): also once it is
@@ -229,7 +232,8 @@ def time_pair(baseline_ptx: str, candidate_ptx: str, spec: LaunchSpec, *,
     ok, why = be.available()
     if not ok:
         return no_gpu(why)
-    reused = inputs is not None          # the caller times more candidates on them
+    if reused is None:
+        reused = inputs is not None      # the caller times more candidates on them
     if inputs is None:
         inputs = make_input_set(spec, seed, 0)
     else:

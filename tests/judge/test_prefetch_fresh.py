@@ -164,3 +164,20 @@ def test_the_caching_judge_passes_it_on():
     judge = EmulatorAsGpu()
     assert CachingJudge(judge).prefetch_fresh(ptx("baseline"), SPEC, ("check",))
     assert CachingJudge(SizeJudge(1.0)).prefetch_fresh(ptx("baseline"), SPEC) is False
+
+
+def test_a_confirmation_times_on_the_set_made_ahead_once_and_does_not_keep_it(monkeypatch):
+    seen = []
+
+    def fake_time_pair(base, cand, spec, **kw):
+        seen.append((kw.get("inputs"), kw.get("reused")))
+        return "timed"
+    monkeypatch.setattr("superopt.judge.timing.time_pair", fake_time_pair)
+    judge = EmulatorAsGpu()
+    base = ptx("baseline")
+    assert judge.prefetch_fresh(base, SPEC, ("time",))
+    assert judge.time(base, ptx("eq_reorder"), SPEC, fresh=True) == "timed"
+    made, reused = seen[-1]
+    assert made is not None and made.spec.kernel == SPEC.kernel and reused is False
+    judge.time(base, ptx("eq_reorder"), SPEC, fresh=True)          # the next one draws its own
+    assert seen[-1] == (None, False)
