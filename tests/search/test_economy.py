@@ -516,7 +516,7 @@ def test_candidates_are_timed_on_one_input_set_a_confirmation_on_its_own(monkeyp
     seen = []
     monkeypatch.setattr(timing, "time_pair", lambda *a, inputs=None, **kw: seen.append(inputs) or "timed")
     judge = BackendJudge.__new__(BackendJudge)
-    judge.backend, judge.timing_reps, judge._timing_inputs = "gpu", 5, {}
+    judge.backend, judge.timing_reps, judge._timing_inputs, judge._prefetched = "gpu", 5, {}, {}
     monkeypatch.setattr(BackendJudge, "_on_gpu", lambda self: __import__("contextlib").nullcontext())
     spec = LaunchSpec.from_dict({"kernel": "k", "grid": [2, 1, 1], "block": [32, 1, 1], "params": [
         {"name": "x", "kind": "buffer", "type": "f32", "length": 64, "direction": "in"},
