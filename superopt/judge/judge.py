@@ -144,9 +144,9 @@ class BackendJudge(Judge):
         program's real size (seconds of host work each, 2026-12-07) while the search goes on
         timing other candidates. :meth:`verify` (``fresh``) and :meth:`time` (``fresh``) take
         them, each once: drawn for that call alone, as they would have drawn them (``what``:
-        which of the two to make). Host work
-        only: nothing runs on the GPU before the call that takes them. False where nothing was
-        started (no GPU backend, made already, over :data:`PREFETCH_MAX_BYTES`)."""
+        which of the two to make). Host work only: nothing runs on the GPU before the call that
+        takes them. False where nothing was started (no GPU backend, made already, over
+        :data:`PREFETCH_MAX_BYTES`)."""
         if not self.can_time:
             return False
         key = (text_digest(base_ptx), spec_key(spec))
@@ -169,6 +169,7 @@ class BackendJudge(Judge):
         if not availability[0]:
             return False
         self._prefetched = {k: v for k, v in self._prefetched.items() if k[0] == key[0]}  # one kernel at a time
+
         def check_inputs():
             with phase("prefetch"):
                 return prepare_baseline_inputs(base_ptx, spec, backend=be, policy=self.policy, sets=sets,
