@@ -31,6 +31,7 @@ PHASES = {
     "timing": "timings, whole",
     "gpu_time": "the GPU's part of the timings (holding the GPU alone)",
     "sanitize": "compute-sanitizer on the candidate to keep (its launches hold the GPU as checks do)",
+    "prefetch": "input sets of the checks before keeping a candidate, made beside the search (no GPU)",
     "gpu_wait": "waiting for the GPU (another compilation held it)",
     "worker_start": "starting the GPU worker process (CUDA context)",
     "lease": "holding a GPU's lock",

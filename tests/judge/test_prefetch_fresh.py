@@ -181,3 +181,36 @@ def test_a_confirmation_times_on_the_set_made_ahead_once_and_does_not_keep_it(mo
     assert made is not None and made.spec.kernel == SPEC.kernel and reused is False
     judge.time(base, ptx("eq_reorder"), SPEC, fresh=True)          # the next one draws its own
     assert seen[-1] == (None, False)
+
+
+class FasterOnTheEmulator(EmulatorAsGpu):
+    """Checks on the emulator; every timing says 1.3x faster, and says whether a confirmation
+    took a set made ahead."""
+
+    def __init__(self):
+        super().__init__()
+        self.confirmations = []
+
+    def time(self, base_ptx, cand_ptx, spec, *, fresh=True):
+        from tests.search.test_costly_shapes import Timing
+        if fresh:
+            self.confirmations.append(self._take_prefetched(base_ptx, spec, "time") is not None)
+        return Timing("ok", True, 1.3)
+
+
+def test_a_whole_search_keeps_its_candidate_on_inputs_made_ahead(test_passes):  # noqa: F811
+    """End to end, recording the search's phases as a build does: the late check at the costly
+    shape and the confirmation take what was made beside the search (a phase name the recorder
+    did not know once made both fall back, unseen, to drawing their own)."""
+    from superopt.judge.phases import Phases, recording
+    from superopt.search.loop import search_kernel
+    judge = FasterOnTheEmulator()
+    phases = Phases("vadd")
+    with recording(phases):
+        result = search_kernel(ptx_ir.parse(VADD), "vadd", [big_spec(), vadd_spec()], target="sm_90",
+                               options=SearchOptions(budget_s=60, passes=["test-nc-loads"], sanitize=()), judge=judge)
+    assert result.winner is not None, result.record["reason"]
+    win = next(e for e in result.record["candidates"] if e["fate"] == "winner")
+    assert MADE_AHEAD in win["verdict"]["evidence"]["notes"]
+    assert judge.confirmations == [True]
+    assert phases.get("prefetch") > 0
