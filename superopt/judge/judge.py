@@ -137,24 +137,31 @@ class BackendJudge(Judge):
             if origin == "captured" or origin.endswith(SCALED_SUFFIX) else self.check_sets
 
     def prefetch_fresh(self, base_ptx: str, spec, what: tuple = ("check", "time")) -> bool:
-        """Start making, in a thread beside the caller, the inputs of the next check on fresh
-        inputs of ``base_ptx`` at ``spec`` (:func:`superopt.judge.check.prepare_baseline_inputs`)
-        and of the next confirmation timing there: a search calls it when a candidate is first
-        found faster at a costly shape, whose late check and confirmation will draw sets at the
-        program's real size (seconds of host work each, 2026-12-07) while the search goes on
-        timing other candidates. :meth:`verify` (``fresh``) and :meth:`time` (``fresh``) take
-        them, each once: drawn for that call alone, as they would have drawn them (``what``:
-        which of the two to make). Host work only: nothing runs on the GPU before the call that
-        takes them. False where nothing was started (no GPU backend, made already, over
-        :data:`PREFETCH_MAX_BYTES`)."""
+        """Start making, in threads beside the caller, input sets the judge will need at
+        ``spec`` for ``base_ptx``, so that the calls that take them need not draw them (at a
+        program's captured size drawing a set is a second or more of host work, 2026-12-07).
+        ``what``, each taken once by the call it is for:
+
+        - ``"check"``: the baseline's sets of the next check on fresh inputs
+          (:func:`superopt.judge.check.prepare_baseline_inputs`; :meth:`verify` with ``fresh``);
+        - ``"time"``: the set of the next confirmation timing (:meth:`time` with ``fresh``);
+        - ``"timed"``: the set the search times its candidates on (:meth:`time` without
+          ``fresh``, its first call for this baseline and spec).
+
+        Drawn for the call that takes them alone, as it would have drawn them. Host work only:
+        nothing runs on the GPU before that call. False where nothing was started (no GPU
+        backend, made and not taken yet, over :data:`PREFETCH_MAX_BYTES`)."""
         if not self.can_time:
             return False
         key = (text_digest(base_ptx), spec_key(spec))
-        if key in self._prefetched:
-            return False
+        made = self._prefetched.get(key, {})
+        what = tuple(w for w in what if w not in made)
         sets = self._sets_for(spec)
         n = spec_bytes(spec)
-        if n is None or 2 * n * (sets + 1) > PREFETCH_MAX_BYTES:
+        # what the sets hold in host memory: a check's inputs and its second runs' outputs (at
+        # most twice the buffers per set), a timing's one set
+        need = sum(2 * sets if w == "check" else 1 for w in list(what) + list(made)) * (n or 0)
+        if not what or n is None or need > PREFETCH_MAX_BYTES:
             return False
         from superopt.judge.at_once import beside
         from superopt.judge.backends.base import BackendUnavailable, get_backend
@@ -178,8 +185,9 @@ class BackendJudge(Judge):
         def timing_inputs():
             with phase("prefetch"):
                 return make_input_set(spec, fresh_seed(), 0)
-        makers = {"check": check_inputs, "time": timing_inputs}
-        self._prefetched[key] = {w: beside(in_context(makers[w]), name=f"superopt-prefetch-{w}") for w in what}
+        makers = {"check": check_inputs, "time": timing_inputs, "timed": timing_inputs}
+        entry = self._prefetched.setdefault(key, {})
+        entry.update({w: beside(in_context(makers[w]), name=f"superopt-prefetch-{w}") for w in what})
         return True
 
     def _take_prefetched(self, base_ptx: str, spec, what: str):
@@ -306,12 +314,12 @@ class BackendJudge(Judge):
         from superopt.judge.timing import time_pair
         with self._on_gpu(), phase("timing"):
             inputs = self._take_prefetched(base_ptx, spec, "time") if fresh else None
-            if not fresh and self.backend == "gpu":
+            if not fresh and self.can_time:
                 key = (text_digest(base_ptx), spec_key(spec))
                 inputs = self._timing_inputs.get(key)
                 if inputs is None:
                     try:
-                        inputs = make_input_set(spec, fresh_seed(), 0)
+                        inputs = self._take_prefetched(base_ptx, spec, "timed") or make_input_set(spec, fresh_seed(), 0)
                     except Exception:  # noqa: BLE001 - time_pair makes its own and reports why it cannot
                         inputs = None
                     else:

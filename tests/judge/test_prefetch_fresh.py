@@ -134,8 +134,10 @@ def test_the_search_asks_once_when_a_candidate_is_first_faster_at_an_unchecked_c
     judge = PrefetchLog(speedup=1.3)
     result = _search(judge, [big, small])
     assert result.winner is not None
-    assert len(judge.prefetches) == 1, judge.prefetches
-    key, what, at = judge.prefetches[0]
+    assert len(judge.prefetches) == 2, judge.prefetches
+    # the set candidates are timed on, before anything is checked
+    assert judge.prefetches[0] == (spec_key(big), ("timed",), 0)
+    key, what, at = judge.prefetches[1]
     assert key == spec_key(big) and what == ("check", "time")      # the timed shape is the costly one
     # asked right after the first timing, before the late check at the costly shape
     assert judge.calls[:at] == [("verify", spec_key(small)), ("time", spec_key(big))]
@@ -145,10 +147,10 @@ def test_the_search_asks_once_when_a_candidate_is_first_faster_at_an_unchecked_c
 def test_not_asked_when_nothing_is_faster_or_nothing_costly_is_left(test_passes):  # noqa: F811
     judge = PrefetchLog(speedup=0.97)
     _search(judge, [big_spec(), vadd_spec()])
-    assert judge.prefetches == []
+    assert [w for _, w, _ in judge.prefetches] == [("timed",)]
     judge = PrefetchLog(speedup=1.3)
     _search(judge, [vadd_spec()])
-    assert judge.prefetches == []
+    assert judge.prefetches == []            # nothing costly: drawing is cheap
 
 
 def test_not_asked_where_no_candidate_could_be_kept(test_passes, monkeypatch):  # noqa: F811
@@ -157,7 +159,7 @@ def test_not_asked_where_no_candidate_could_be_kept(test_passes, monkeypatch):  
     monkeypatch.setattr(loop, "SANITIZE_MAX_BYTES", 1024)
     judge = PrefetchLog(speedup=1.3)
     _search(judge, [big_spec(), vadd_spec()], sanitize=("memcheck",))
-    assert judge.prefetches == []
+    assert [w for _, w, _ in judge.prefetches] == [("timed",)]
 
 
 def test_the_caching_judge_passes_it_on():
@@ -189,12 +191,14 @@ class FasterOnTheEmulator(EmulatorAsGpu):
 
     def __init__(self):
         super().__init__()
-        self.confirmations = []
+        self.confirmations, self.first_timings = [], []
 
     def time(self, base_ptx, cand_ptx, spec, *, fresh=True):
         from tests.search.test_costly_shapes import Timing
         if fresh:
             self.confirmations.append(self._take_prefetched(base_ptx, spec, "time") is not None)
+        else:
+            self.first_timings.append(self._take_prefetched(base_ptx, spec, "timed") is not None)
         return Timing("ok", True, 1.3)
 
 
@@ -213,4 +217,24 @@ def test_a_whole_search_keeps_its_candidate_on_inputs_made_ahead(test_passes):  
     win = next(e for e in result.record["candidates"] if e["fate"] == "winner")
     assert MADE_AHEAD in win["verdict"]["evidence"]["notes"]
     assert judge.confirmations == [True]
+    assert judge.first_timings[0] is True and not any(judge.first_timings[1:])     # taken once
     assert phases.get("prefetch") > 0
+
+
+def test_the_candidates_timing_set_is_made_ahead_and_kept_for_the_next_ones(monkeypatch):
+    seen = []
+
+    def fake_time_pair(base, cand, spec, **kw):
+        seen.append((kw.get("inputs"), kw.get("reused")))
+        return "timed"
+    monkeypatch.setattr("superopt.judge.timing.time_pair", fake_time_pair)
+    judge = EmulatorAsGpu()
+    base = ptx("baseline")
+    assert judge.prefetch_fresh(base, SPEC, ("timed",))
+    assert not judge.prefetch_fresh(base, SPEC, ("timed",))          # made, not taken yet
+    assert judge.prefetch_fresh(base, SPEC, ("check",))              # another kind beside it
+    judge.time(base, ptx("eq_reorder"), SPEC, fresh=False)
+    judge.time(base, ptx("eq_commute"), SPEC, fresh=False)
+    (first, reused1), (second, reused2) = seen
+    assert first is not None and second is first and reused1 and reused2
+    assert "timed" not in judge._prefetched[(judge_mod.text_digest(base), spec_key(SPEC))]
