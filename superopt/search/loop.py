@@ -742,6 +742,29 @@ def _emulator_shadow(judge: Judge, options: SearchOptions, baseline_ptx: str, ca
         return _shadow_check(options, baseline_ptx, cand, specs, entry)
 
 
+def _shadow_beside(judge: Judge, options: SearchOptions, baseline_ptx: str, cand: Candidate, specs: list):
+    """:func:`_emulator_shadow` on the candidate to keep, started now in a thread of its own
+    beside the last checks (CPU work on the emulator, about a second per kept kernel on the
+    program benchmark, 2026-12-07, after the checks on the build's last compilation); returns a
+    call that takes the entry, waits, records the verdict in it and gives it (True: not
+    rejected). Its verdict is read after the checks' and the sanitizer's, as when it ran after
+    them; it writes into the entry only then."""
+    if getattr(judge, "backend", None) != "gpu":
+        return lambda entry: True
+    from superopt.judge.at_once import beside
+    from superopt.judge.phases import in_context
+    scratch: dict = {}
+    wait = beside(in_context(lambda: _emulator_shadow(judge, options, baseline_ptx, cand, specs, scratch)),
+                  name="superopt-shadow-beside")
+
+    def read(entry: dict | None = None) -> bool:
+        ok = wait()
+        if entry is not None:
+            entry.update(scratch)
+        return ok
+    return read
+
+
 def _shadow_check(options: SearchOptions, baseline_ptx: str, cand: Candidate, specs: list, entry: dict) -> bool:
     small = _smallest_spec(specs)
     if small is None:
@@ -868,14 +891,16 @@ def _choose(entries, by_id, judge: Judge, options: SearchOptions, kernel: str, r
             # 2048^3 took minutes): the sanitizer runs at the smallest launch shape, beside the
             # last checks; its verdict is read after theirs, as when it ran after them
             sanitized = _sanitize_beside(judge, options, baseline_ptx, by_id[e["id"]], sanitize_at)
+            shadowed = _shadow_beside(judge, options, baseline_ptx, by_id[e["id"]], specs)
             fresh_done: list = []
             checked = (_late_check(judge, baseline_ptx, by_id[e["id"]], specs, e, fresh_done)
                        and _fresh_check(judge, baseline_ptx, by_id[e["id"]], specs, e, fresh_done))
             if not checked:
-                try:
-                    sanitized()         # waited for, its result not needed; a limit still stops the search
-                except Exception:  # noqa: BLE001 - a failure of a run whose verdict is not read
-                    pass
+                for waited in (sanitized, shadowed):
+                    try:
+                        waited()        # waited for, its result not needed; a limit still stops the search
+                    except Exception:  # noqa: BLE001 - a failure of a run whose verdict is not read
+                        pass
                 if _nvcc_code_unjudged(e):
                     # nvcc's own code could not be judged at a shape (it faults on the inputs drawn
                     # there, ...): the next winner would meet the same baseline, and its
@@ -884,7 +909,7 @@ def _choose(entries, by_id, judge: Judge, options: SearchOptions, kernel: str, r
                 continue
             if not _sanitizer_verdict(sanitized(), e):
                 continue
-            if not _emulator_shadow(judge, options, baseline_ptx, by_id[e["id"]], specs, e):
+            if not shadowed(e):
                 continue
             best = e
             # what is reported is the independent measurement, not the selected one

@@ -81,3 +81,49 @@ def test_the_cost_cap_on_nvccs_launches_fires_and_leaves_the_gpus_verdict(monkey
     assert _emulator_shadow(GPU, SearchOptions(), ptx, cand, [spec], entry)
     assert entry["fate"] == "faster" and entry["emulator_verdict"]["status"] == "could_not_judge"
     assert "timeout" in entry["emulator_verdict"]["reason"].lower(), entry["emulator_verdict"]
+
+
+def test_beside_the_last_checks_its_verdict_is_written_only_when_read():
+    """The shadow check runs in a thread beside the late checks; the entry is the checks' until
+    its verdict is read (the sanitizer's first), then the rejection is recorded as before."""
+    from superopt.search.loop import _shadow_beside
+    entry = {"fate": "faster"}
+    read = _shadow_beside(GPU, SearchOptions(), base_ptx("saxpy"), _cand("saxpy_branch_unwritten_local"),
+                          [spec_of("saxpy", "explicit")])
+    assert entry == {"fate": "faster"}
+    assert read(entry) is False
+    assert entry["fate"] == "rejected-check" and "never-written" in entry["reason"]
+    good = {"fate": "faster"}
+    assert _shadow_beside(GPU, SearchOptions(), base_ptx("saxpy"), _cand("saxpy_eq_reorder"),
+                          [spec_of("saxpy", "explicit")])(good)
+    assert good["emulator_verdict"]["status"] == "accepted" and good["fate"] == "faster"
+    other = {"fate": "faster"}
+    assert _shadow_beside(SimpleNamespace(backend="emulator"), SearchOptions(), base_ptx("saxpy"),
+                          _cand("saxpy_branch_unwritten_local"), [spec_of("saxpy", "explicit")])(other)
+    assert other == {"fate": "faster"}
+
+
+def test_a_search_does_not_keep_what_the_shadow_check_rejects():
+    """Through the choice of the candidate to keep, with a judge that says "gpu": the GPU's
+    checks and timing accept the planted rewrite (its garbage matches there); the shadow check
+    beside the last checks rejects it and nvcc's code is kept."""
+    from superopt.judge import Judge
+    from superopt.judge.check import Verdict
+    from superopt.search.loop import _choose
+    from tests.search.test_costly_shapes import Timing
+
+    class GpuSays(Judge):
+        backend, policy, can_time = "gpu", "exact", True
+
+        def verify(self, *a, **kw):
+            return Verdict("accepted", "identical", "exact", {})
+
+        def time(self, *a, **kw):
+            return Timing("ok", True, 1.3)
+    cand = _cand("saxpy_branch_unwritten_local")
+    entry = {"id": cand.id, "fate": "faster", "speedup": 1.3, "plan": []}
+    record = {"candidates": [entry], "notes": []}
+    won = _choose([entry], {cand.id: cand}, GpuSays(), SearchOptions(sanitize=()), "saxpy", record,
+                  base_ptx("saxpy"), [spec_of("saxpy", "explicit")])
+    assert won is None and record["status"] == "kept-baseline"
+    assert entry["fate"] == "rejected-check" and "never-written" in entry["reason"]
