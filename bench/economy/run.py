@@ -556,7 +556,8 @@ def finish(result: dict) -> dict:
     result["throughput_ratio"] = round(a / b, 3) if a and b else None
     checks = [r.get("check") for p in result["programs"].values() for r in p.values()
               if isinstance(r, dict) and "check" in r]
-    result["all_checks_pass"] = bool(checks) and all(c == "PASS" for c in checks)
+    # None where no program ran (--run-modes none): no check failed, none passed either
+    result["all_checks_pass"] = all(c == "PASS" for c in checks) if checks else None
     def entries(same: bool, measured: bool = True) -> list[str]:
         return sorted(f"{name}:{m}: {v['reason']}" for name, p in result["programs"].items()
                       for m, v in (p.get("vs_nvcc") or {}).items()

@@ -68,6 +68,9 @@ def test_the_top_level_numbers():
             result["throughput_ratio"], result["all_checks_pass"]) == (0.81, 0.75, 5.5, 3.5, True)
     result["programs"]["blas1"]["after"]["check"] = "FAIL"
     assert eco.finish(result)["all_checks_pass"] is False
+    # the programs not run (tune builds alone): not a failure
+    result["programs"] = {"blas1": {"speedup": {}, "vs_nvcc": {}}}
+    assert eco.finish(result)["all_checks_pass"] is None
 
 
 def test_the_top_makefile_builds_every_project_and_hands_over_captures(tmp_path):
