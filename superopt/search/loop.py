@@ -338,8 +338,10 @@ def _screen_random_layout(judge: Judge, baseline_ptx: str, specs: list) -> str |
     launch without its data, such as a CSR matrix's row offsets), or None. On such inputs
     nvcc's code may read far outside its buffers and fault; the search would learn it only when
     it checks the candidate to keep at that shape (a costly shape is checked last), after its
-    whole budget. Asked first, it costs the baseline's runs there, which the search's checks at
-    that shape then reuse (the judge keeps them)."""
+    whole budget. Asked first, it costs the baseline's runs there: the judge keeps them for the
+    checks at that shape not on fresh inputs (a model's or a user's candidates are checked
+    there first); a rule candidate's late check there draws its own, so where nvcc's code runs
+    well the question costs one more baseline run at the captured size."""
     if not judge.can_time:
         return None             # the emulator's checks of a captured size are bounded by its own caps
     for one in specs:
