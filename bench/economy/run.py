@@ -48,6 +48,7 @@ from collections import Counter
 from pathlib import Path
 
 from bench.programs import run as programs
+from bench import tree_digest
 from bench.economy.phase_timeline import build_timeline, read_phases
 from bench.economy.timeline import read_steps, timeline
 
@@ -415,7 +416,8 @@ def main(argv=None) -> int:
     superopt = programs._script(work, "superopt", "superopt")
     gpu = programs.gpu_name()
     result = {"benchmark": "search-economy", "date": dt.date.today().isoformat(), "gpu": gpu,
-              "commit": programs.commit(), "jobs": args.jobs, "budget": args.budget, "timeout": args.timeout,
+              "commit": programs.commit(), "tree_digest": tree_digest.digest(),   # python -m bench.tree_digest --find
+              "jobs": args.jobs, "budget": args.budget, "timeout": args.timeout,
               "projects": PROJECTS, "settings": extra, "modes": {}, "programs": {}, "bytecode_compiled": bytecode}
     if args.before_from and "before" not in modes:
         result["modes"]["before"] = before_from(args.before_from)

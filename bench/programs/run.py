@@ -126,6 +126,11 @@ def commit() -> str:
         return "unknown"
 
 
+def _tree_digest() -> str:
+    from bench.tree_digest import digest
+    return digest()
+
+
 def gpu_name() -> str | None:
     exe = shutil.which("nvidia-smi")
     if not exe:
@@ -537,6 +542,7 @@ def main(argv: list[str] | None = None) -> int:
         "date": now.isoformat(timespec="seconds"),
         "gpu": gpu,
         "commit": commit(),
+        "tree_digest": _tree_digest(),          # python -m bench.tree_digest --find DIGEST names the commit
         "method": "each program's own cudaEvent timer: kernel_ms = the program's median over its timed "
                   "repetitions of one repetition's kernel time (after a warm-up); per mode the median "
                   "over --reps runs of the program, runs of the modes interleaved round by round; "
