@@ -15,6 +15,25 @@ CAPTURED_SETS = 3
 # memory until the check takes them: not made where they would hold more than this (the
 # buffers' bytes, twice per set: the inputs and the second run's outputs).
 PREFETCH_MAX_BYTES = 4 << 30
+# ... nor over this share of the memory the host has free when they are asked for: the sets
+# stay for the rest of a search, and a build's compilations (make -j) each make theirs.
+PREFETCH_FREE_SHARE = 0.125
+
+
+def host_memory_free() -> int | None:
+    """Bytes of host memory free for use now (Linux: MemAvailable), or None when unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import os
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
 # A shape whose buffers hold more than this is *costly* for the aliased layouts: a candidate
 # judged on them at another shape of its search is not judged on them again there. The layouts
 # test how a candidate treats buffers that overlap (the launch-time no-alias check, loads moved
@@ -150,7 +169,8 @@ class BackendJudge(Judge):
 
         Drawn for the call that takes them alone, as it would have drawn them. Host work only:
         nothing runs on the GPU before that call. False where nothing was started (no GPU
-        backend, made and not taken yet, over :data:`PREFETCH_MAX_BYTES`)."""
+        backend, made and not taken yet, over :data:`PREFETCH_MAX_BYTES` or over
+        :data:`PREFETCH_FREE_SHARE` of the host memory free now)."""
         if not self.can_time:
             return False
         key = (text_digest(base_ptx), spec_key(spec))
@@ -162,6 +182,9 @@ class BackendJudge(Judge):
         # most twice the buffers per set), a timing's one set
         need = sum(2 * sets if w == "check" else 1 for w in list(what) + list(made)) * (n or 0)
         if not what or n is None or need > PREFETCH_MAX_BYTES:
+            return False
+        free = host_memory_free()
+        if free is not None and need > PREFETCH_FREE_SHARE * free:
             return False
         from superopt.judge.at_once import beside
         from superopt.judge.backends.base import BackendUnavailable, get_backend

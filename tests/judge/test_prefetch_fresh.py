@@ -238,3 +238,25 @@ def test_the_candidates_timing_set_is_made_ahead_and_kept_for_the_next_ones(monk
     (first, reused1), (second, reused2) = seen
     assert first is not None and second is first and reused1 and reused2
     assert "timed" not in judge._prefetched[(judge_mod.text_digest(base), spec_key(SPEC))]
+
+
+def test_nothing_is_made_past_a_share_of_the_free_host_memory(monkeypatch):
+    """The sets stay for the rest of a search, and every compilation of a build makes its own:
+    not where they would take more than a share of the memory free now."""
+    n = judge_mod.spec_bytes(SPEC)
+    monkeypatch.setattr(judge_mod, "host_memory_free", lambda: int(n / judge_mod.PREFETCH_FREE_SHARE) - 1)
+    assert not EmulatorAsGpu().prefetch_fresh(ptx("baseline"), SPEC, ("timed",))
+    monkeypatch.setattr(judge_mod, "host_memory_free", lambda: int(n / judge_mod.PREFETCH_FREE_SHARE) + 1)
+    assert EmulatorAsGpu().prefetch_fresh(ptx("baseline"), SPEC, ("timed",))
+    monkeypatch.setattr(judge_mod, "host_memory_free", lambda: None)          # unknown: the fixed bound alone
+    assert EmulatorAsGpu().prefetch_fresh(ptx("baseline"), SPEC, ("timed",))
+
+
+def test_the_free_host_memory_is_read():
+    import os
+    free = judge_mod.host_memory_free()
+    if os.path.exists("/proc/meminfo"):
+        want = next(int(line.split()[1]) * 1024 for line in open("/proc/meminfo") if line.startswith("MemAvailable:"))
+        assert free is not None and abs(free - want) < max(want, 1) * 0.5
+    else:
+        assert free is None or free > 0
