@@ -656,7 +656,7 @@ def _run_baseline(baseline_ptx: str, spec: LaunchSpec, *, backend: Union[str, Ba
 def _run_prepared(prep: BaselineInputs, launch_timeout: float | None) -> Union[BaselineRuns, Verdict]:
     """The baseline's runs on the prepared sets, the determinism and golden checks, the late sets."""
     baseline_ptx, spec, be, kname, policy, seed = prep.baseline_ptx, prep.spec, prep.be, prep.kname, prep.policy, prep.seed
-    ev, rng, prove, base_sets, run2, outs = prep.ev, prep.rng, prep.prove, prep.base_sets, prep.run2, prep.outs
+    ev, rng, prove, base_sets, run2 = prep.ev, prep.rng, prep.prove, prep.base_sets, prep.run2
     large_plan, fallback, t_start = prep.large_plan, prep.fallback, prep.t_start
     second_runs = prep.second_runs
     phases = ev.setdefault("phase_seconds", {})
