@@ -67,8 +67,8 @@ class CachingJudge(Judge):
             self._timings[key] = self.inner.time(base_ptx, cand_ptx, spec, fresh=False)
         return self._timings[key]
 
-    def prefetch_fresh(self, base_ptx: str, spec: Any, what: tuple = ("check", "time")) -> bool:
-        prefetch = getattr(self.inner, "prefetch_fresh", None)
+    def prefetch_inputs(self, base_ptx: str, spec: Any, what: tuple = ("check", "time")) -> bool:
+        prefetch = getattr(self.inner, "prefetch_inputs", None)
         return bool(prefetch(base_ptx, spec, what)) if prefetch is not None else False
 
     def timing_window(self):

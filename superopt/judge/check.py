@@ -524,6 +524,13 @@ def _make_sets_at_once(spec: LaunchSpec, seed: int, todo: list) -> list | None:
     return made
 
 
+def _baseline_unjudged(reason: str, policy, ev: dict, t_start: float) -> "Verdict":
+    """run_baseline's could-not-judge verdict: about nvcc's own code, so marked (baseline_unjudged)."""
+    ev["wall_seconds"] = round(time.monotonic() - t_start, 4)
+    ev[BASELINE_UNJUDGED] = True
+    return _verdict(COULD_NOT_JUDGE, reason, policy, ev)
+
+
 @dataclass
 class BaselineInputs:
     """The host half of :func:`run_baseline`, before anything runs: the backend, the resolved
@@ -567,9 +574,7 @@ def prepare_baseline_inputs(baseline_ptx: str, spec: LaunchSpec, *, backend: Uni
     ev: dict[str, Any] = {"seed": seed, "kernel": spec.kernel, "sets": [], "notes": [], "max_diff": {}}
 
     def fail(reason):
-        ev["wall_seconds"] = round(time.monotonic() - t_start, 4)
-        ev[BASELINE_UNJUDGED] = True           # no candidate can be judged here (baseline_unjudged)
-        return _verdict(COULD_NOT_JUDGE, reason, policy, ev)
+        return _baseline_unjudged(reason, policy, ev, t_start)
 
     # --- backend
     try:
@@ -663,9 +668,7 @@ def _run_prepared(prep: BaselineInputs, launch_timeout: float | None) -> Union[B
     atomic_refusal = None
 
     def fail(reason):
-        ev["wall_seconds"] = round(time.monotonic() - t_start, 4)
-        ev[BASELINE_UNJUDGED] = True           # no candidate can be judged here (baseline_unjudged)
-        return _verdict(COULD_NOT_JUDGE, reason, policy, ev)
+        return _baseline_unjudged(reason, policy, ev, t_start)
 
     atomic = atomic_judge.start(baseline_ptx, kname, base_sets)
     if isinstance(atomic, str):

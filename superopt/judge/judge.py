@@ -11,7 +11,7 @@ from superopt.specs.scaled import SCALED_SUFFIX
 
 
 CAPTURED_SETS = 3
-# The inputs made ahead of a check on fresh inputs (BackendJudge.prefetch_fresh) stay in host
+# The inputs made ahead of a check on fresh inputs (BackendJudge.prefetch_inputs) stay in host
 # memory until the check takes them: not made where they would hold more than this (the
 # buffers' bytes, twice per set: the inputs and the second run's outputs).
 PREFETCH_MAX_BYTES = 4 << 30
@@ -67,7 +67,7 @@ class BackendJudge(Judge):
         # (baseline, candidate) -> the shape at which the candidate was accepted on aliased layouts
         self._aliasing_judged: dict = {}
         self._timing_inputs: dict = {}          # (baseline, spec) -> the InputSet candidates are timed on
-        # (baseline, spec) -> {"check": waiter, "time": waiter}: inputs made ahead (prefetch_fresh)
+        # (baseline, spec) -> {"check": waiter, "time": waiter}: inputs made ahead (prefetch_inputs)
         self._prefetched: dict = {}
 
     @staticmethod
@@ -155,7 +155,7 @@ class BackendJudge(Judge):
         return min(self.check_sets, CAPTURED_SETS) \
             if origin == "captured" or origin.endswith(SCALED_SUFFIX) else self.check_sets
 
-    def prefetch_fresh(self, base_ptx: str, spec, what: tuple = ("check", "time")) -> bool:
+    def prefetch_inputs(self, base_ptx: str, spec, what: tuple = ("check", "time")) -> bool:
         """Start making, in threads beside the caller, input sets the judge will need at
         ``spec`` for ``base_ptx``, so that the calls that take them need not draw them (at a
         program's captured size drawing a set is a second or more of host work, 2026-12-07).
@@ -214,7 +214,7 @@ class BackendJudge(Judge):
         return True
 
     def _take_prefetched(self, base_ptx: str, spec, what: str):
-        """The inputs :meth:`prefetch_fresh` made for ``what`` ("check", "time"), once; None
+        """The inputs :meth:`prefetch_inputs` made for ``what`` ("check", "time"), once; None
         where none were made or making them failed (the caller makes its own, and meets the
         failure with its reason)."""
         made = self._prefetched.get((text_digest(base_ptx), spec_key(spec)))

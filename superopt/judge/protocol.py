@@ -56,10 +56,12 @@ class Judge(Protocol):
         from contextlib import nullcontext
         return nullcontext()
 
-    def prefetch_fresh(self, base_ptx: str, spec: Any, what: tuple = ("check", "time")) -> bool:
-        """Start making, beside the caller, the inputs the next :meth:`verify` (``fresh``) and
-        :meth:`time` (``fresh``) of ``base_ptx`` at ``spec`` will use, so that they need not
-        draw them; True when something was started. A hint: the default does nothing."""
+    def prefetch_inputs(self, base_ptx: str, spec: Any, what: tuple = ("check", "time")) -> bool:
+        """Start making, beside the caller, input sets later calls at ``spec`` for ``base_ptx``
+        will use, so that they need not draw them (``what``: ``check``, the next :meth:`verify`
+        with ``fresh``; ``time``, the next :meth:`time` with ``fresh``; ``timed``, the set
+        :meth:`time` times candidates on); True when something was started. A hint: the
+        default does nothing."""
         return False
 
     def sanitize(self, base_ptx: str, cand_ptx: str, spec: Any, tools: Iterable[str]) -> "SanitizerResult":

@@ -319,8 +319,8 @@ def _prefetch_timed_set(judge: Judge, baseline_ptx: str, specs: list) -> None:
     """Candidates are timed at the first launch shape on one input set, made at the first
     timing; at a costly shape (a captured size) making it is a second or more of host work
     while the search waits (transpose's 8192^2, 2026-12-07). It is made beside the first
-    checks instead (``Judge.prefetch_fresh``)."""
-    prefetch = getattr(judge, "prefetch_fresh", None)
+    checks instead (``Judge.prefetch_inputs``)."""
+    prefetch = getattr(judge, "prefetch_inputs", None)
     if prefetch is not None and judge.can_time and specs and _split_by_cost(specs[:1])[1]:
         prefetch(baseline_ptx, specs[0], ("timed",))
 
@@ -478,12 +478,12 @@ class _Search:
         before keeping one (a confirmation timing, the late check on fresh inputs there) will
         draw input sets at the program's real size, seconds of host work each (transpose's
         8192^2 on the H100, 2026-12-07: 3.8 s of a 10 s late check). Their inputs are made now,
-        beside the rest of the search (``Judge.prefetch_fresh``), not after it. Not where no
+        beside the rest of the search (``Judge.prefetch_inputs``), not after it. Not where no
         candidate can be kept anyway (compute-sanitizer's bound)."""
         if self.prefetched or e.get("fate") != Fate.FASTER or not e.get("launch_shapes_unchecked"):
             return
         self.prefetched = True
-        prefetch = getattr(self.judge, "prefetch_fresh", None)
+        prefetch = getattr(self.judge, "prefetch_inputs", None)
         if prefetch is None or _sanitizer_too_costly(self.options, _smallest_spec(self.specs) or self.specs[0]):
             return
         for one in _split_by_cost(self.specs)[1]:

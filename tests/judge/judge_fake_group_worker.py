@@ -8,6 +8,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from superopt.judge.backends import _gpu_worker, _proto  # noqa: E402
+from fake_worker_loop import requests  # noqa: E402 - beside this script
 from tests.judge.test_worker_groups import copy_doubled, group_worker  # noqa: E402
 
 launched = [0]
@@ -25,17 +26,7 @@ def kernel(addrs, cu):
 _gpu_worker._OUT = None          # no early "GPU done" message: the parent asks for none here
 w, cu = group_worker(kernel)
 log = []
-_proto.send(1, {"ok": True, "info": {"name": "Fake GPU", "pid": os.getpid(), "resident_limit": 0}})
-while True:
-    try:
-        req = _proto.recv(0)
-    except _proto.ProtocolEOF:
-        sys.exit(0)
-    if req.get("op") == "exit":
-        sys.exit(0)
-    if req.get("op") == "log":
-        _proto.send(1, {"log": log})
-        continue
+for req in requests({"name": "Fake GPU", "pid": os.getpid(), "resident_limit": 0}, log):
     text = req.get("ptx", "")
     crash_at[0] = int(text.split("crash:")[1].split()[0]) if "crash:" in text else None
     rep = w._op_run(req)

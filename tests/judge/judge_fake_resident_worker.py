@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 
+from fake_worker_loop import requests  # beside this script
 from superopt.judge.backends import _proto
 from superopt.judge.backends._gpu_worker import Worker
 from superopt.judge.backends.resident import WorkerStore
@@ -31,17 +32,7 @@ w.store = WorkerStore(64 << 20, alloc, upload, lambda d: device.pop(d, None),
                       lambda d, n: hash(bytes(device[d][:n])))
 log = []
 prepared = None         # (id, blobs, kept device copies) of a prepared timing
-_proto.send(1, {"ok": True, "info": {"name": "Fake GPU", "pid": os.getpid(), "resident_limit": w.store.limit}})
-while True:
-    try:
-        req = _proto.recv(0)
-    except _proto.ProtocolEOF:
-        sys.exit(0)
-    if req.get("op") == "exit":
-        sys.exit(0)
-    if req.get("op") == "log":
-        _proto.send(1, {"log": log})
-        continue
+for req in requests({"name": "Fake GPU", "pid": os.getpid(), "resident_limit": w.store.limit}, log):
     if req.get("op") == "time_prepare":
         # the real worker's setup of a timing before its rounds (under a shared GPU step): it
         # chooses what the copies are filled from, kept for the "time" request naming it

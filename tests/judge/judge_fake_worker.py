@@ -4,6 +4,7 @@ import os
 import sys
 import time
 
+from fake_worker_loop import requests  # beside this script
 from superopt.judge.backends import _proto
 
 mode = sys.argv[1]
@@ -14,14 +15,7 @@ if mode == "nogpu":
     sys.exit(0)
 if mode == "slow_start":
     time.sleep(60)
-_proto.send(1, {"ok": True, "info": {"name": "Fake GPU", "pid": os.getpid()}})
-while True:
-    try:
-        req = _proto.recv(0)
-    except _proto.ProtocolEOF:
-        sys.exit(0)
-    if req.get("op") == "exit":
-        sys.exit(0)
+for req in requests({"name": "Fake GPU", "pid": os.getpid()}):
     if mode == "hang":
         time.sleep(600)
     if mode == "crash":

@@ -1,4 +1,4 @@
-"""Inputs made ahead of the checks before keeping a candidate (BackendJudge.prefetch_fresh): the
+"""Inputs made ahead of the checks before keeping a candidate (BackendJudge.prefetch_inputs): the
 baseline's input sets of a check on fresh inputs, made in a thread beside the search, give the
 check it would have made on its own (the same sets for a seed, the same verdicts), each set is
 used by one check only, and the search asks for them once, when a candidate is first faster with
@@ -27,7 +27,7 @@ MADE_AHEAD = "the input sets were made ahead of the check, beside the search"
 
 
 class EmulatorAsGpu(BackendJudge):
-    """The emulator judge with the GPU judge's gate open (prefetch_fresh makes inputs only for a
+    """The emulator judge with the GPU judge's gate open (prefetch_inputs makes inputs only for a
     judge that times)."""
 
     can_time = True
@@ -71,15 +71,15 @@ def test_prepared_for_another_baseline_is_refused():
 def test_the_judge_makes_them_beside_and_one_fresh_check_takes_them():
     judge = EmulatorAsGpu()
     base = ptx("baseline")
-    assert judge.prefetch_fresh(base, SPEC, ("check",))
-    assert not judge.prefetch_fresh(base, SPEC, ("check",))          # asked for once
+    assert judge.prefetch_inputs(base, SPEC, ("check",))
+    assert not judge.prefetch_inputs(base, SPEC, ("check",))          # asked for once
     first = judge.verify(base, ptx("eq_reorder"), SPEC, fresh=True)
     assert first.status == ACCEPTED and MADE_AHEAD in first.evidence["notes"]
     second = judge.verify(base, ptx("eq_reorder"), SPEC, fresh=True)   # inputs of its own again
     assert second.status == ACCEPTED and MADE_AHEAD not in second.evidence["notes"]
     assert first.evidence["seed"] != second.evidence["seed"]
     # a check that is not on fresh inputs never takes them
-    assert judge.prefetch_fresh(ptx("eq_commute"), SPEC, ("check",))
+    assert judge.prefetch_inputs(ptx("eq_commute"), SPEC, ("check",))
     cached = judge.verify(ptx("eq_commute"), ptx("eq_reorder"), SPEC)
     assert MADE_AHEAD not in cached.evidence["notes"]
     assert judge._prefetched[(judge_mod.text_digest(ptx("eq_commute")), spec_key(SPEC))].get("check") is not None
@@ -88,16 +88,16 @@ def test_the_judge_makes_them_beside_and_one_fresh_check_takes_them():
 def test_a_wrong_candidate_is_rejected_on_inputs_made_ahead():
     judge = EmulatorAsGpu()
     base = ptx("baseline")
-    assert judge.prefetch_fresh(base, SPEC, ("check",))
+    assert judge.prefetch_inputs(base, SPEC, ("check",))
     v = judge.verify(base, ptx("ignore_input"), SPEC, fresh=True)
     assert v.status == REJECTED and MADE_AHEAD in v.evidence["notes"], v.summary()
 
 
 def test_nothing_is_made_past_the_memory_bound_or_without_a_gpu(monkeypatch):
     monkeypatch.setattr(judge_mod, "PREFETCH_MAX_BYTES", 1024)
-    assert not EmulatorAsGpu().prefetch_fresh(ptx("baseline"), SPEC)
+    assert not EmulatorAsGpu().prefetch_inputs(ptx("baseline"), SPEC)
     monkeypatch.undo()
-    assert not BackendJudge("emulator").prefetch_fresh(ptx("baseline"), SPEC)
+    assert not BackendJudge("emulator").prefetch_inputs(ptx("baseline"), SPEC)
 
 
 def test_a_failure_while_making_them_leaves_the_check_its_own(monkeypatch):
@@ -107,7 +107,7 @@ def test_a_failure_while_making_them_leaves_the_check_its_own(monkeypatch):
     def broken(*a, **kw):
         raise MemoryError("no room")
     monkeypatch.setattr("superopt.judge.check.prepare_baseline_inputs", broken)
-    assert judge.prefetch_fresh(base, SPEC, ("check",))
+    assert judge.prefetch_inputs(base, SPEC, ("check",))
     monkeypatch.undo()
     v = judge.verify(base, ptx("eq_reorder"), SPEC, fresh=True)
     assert v.status == ACCEPTED and MADE_AHEAD not in v.evidence["notes"]
@@ -118,7 +118,7 @@ class PrefetchLog(SizeJudge):
         super().__init__(speedup)
         self.prefetches = []
 
-    def prefetch_fresh(self, base_ptx, spec, what=("check", "time")):
+    def prefetch_inputs(self, base_ptx, spec, what=("check", "time")):
         self.prefetches.append((spec_key(spec), tuple(what), len(self.calls)))
         return True
 
@@ -164,20 +164,27 @@ def test_not_asked_where_no_candidate_could_be_kept(test_passes, monkeypatch):  
 
 def test_the_caching_judge_passes_it_on():
     judge = EmulatorAsGpu()
-    assert CachingJudge(judge).prefetch_fresh(ptx("baseline"), SPEC, ("check",))
-    assert CachingJudge(SizeJudge(1.0)).prefetch_fresh(ptx("baseline"), SPEC) is False
+    assert CachingJudge(judge).prefetch_inputs(ptx("baseline"), SPEC, ("check",))
+    assert CachingJudge(SizeJudge(1.0)).prefetch_inputs(ptx("baseline"), SPEC) is False
 
 
-def test_a_confirmation_times_on_the_set_made_ahead_once_and_does_not_keep_it(monkeypatch):
+@pytest.fixture()
+def timings(monkeypatch):
+    """What each timing was asked to time on: (inputs, reused), in order (time_pair replaced)."""
     seen = []
 
     def fake_time_pair(base, cand, spec, **kw):
         seen.append((kw.get("inputs"), kw.get("reused")))
         return "timed"
     monkeypatch.setattr("superopt.judge.timing.time_pair", fake_time_pair)
+    return seen
+
+
+def test_a_confirmation_times_on_the_set_made_ahead_once_and_does_not_keep_it(timings):
+    seen = timings
     judge = EmulatorAsGpu()
     base = ptx("baseline")
-    assert judge.prefetch_fresh(base, SPEC, ("time",))
+    assert judge.prefetch_inputs(base, SPEC, ("time",))
     assert judge.time(base, ptx("eq_reorder"), SPEC, fresh=True) == "timed"
     made, reused = seen[-1]
     assert made is not None and made.spec.kernel == SPEC.kernel and reused is False
@@ -221,18 +228,13 @@ def test_a_whole_search_keeps_its_candidate_on_inputs_made_ahead(test_passes):  
     assert phases.get("prefetch") > 0
 
 
-def test_the_candidates_timing_set_is_made_ahead_and_kept_for_the_next_ones(monkeypatch):
-    seen = []
-
-    def fake_time_pair(base, cand, spec, **kw):
-        seen.append((kw.get("inputs"), kw.get("reused")))
-        return "timed"
-    monkeypatch.setattr("superopt.judge.timing.time_pair", fake_time_pair)
+def test_the_candidates_timing_set_is_made_ahead_and_kept_for_the_next_ones(timings):
+    seen = timings
     judge = EmulatorAsGpu()
     base = ptx("baseline")
-    assert judge.prefetch_fresh(base, SPEC, ("timed",))
-    assert not judge.prefetch_fresh(base, SPEC, ("timed",))          # made, not taken yet
-    assert judge.prefetch_fresh(base, SPEC, ("check",))              # another kind beside it
+    assert judge.prefetch_inputs(base, SPEC, ("timed",))
+    assert not judge.prefetch_inputs(base, SPEC, ("timed",))          # made, not taken yet
+    assert judge.prefetch_inputs(base, SPEC, ("check",))              # another kind beside it
     judge.time(base, ptx("eq_reorder"), SPEC, fresh=False)
     judge.time(base, ptx("eq_commute"), SPEC, fresh=False)
     (first, reused1), (second, reused2) = seen
@@ -245,11 +247,11 @@ def test_nothing_is_made_past_a_share_of_the_free_host_memory(monkeypatch):
     not where they would take more than a share of the memory free now."""
     n = judge_mod.spec_bytes(SPEC)
     monkeypatch.setattr(judge_mod, "host_memory_free", lambda: int(n / judge_mod.PREFETCH_FREE_SHARE) - 1)
-    assert not EmulatorAsGpu().prefetch_fresh(ptx("baseline"), SPEC, ("timed",))
+    assert not EmulatorAsGpu().prefetch_inputs(ptx("baseline"), SPEC, ("timed",))
     monkeypatch.setattr(judge_mod, "host_memory_free", lambda: int(n / judge_mod.PREFETCH_FREE_SHARE) + 1)
-    assert EmulatorAsGpu().prefetch_fresh(ptx("baseline"), SPEC, ("timed",))
+    assert EmulatorAsGpu().prefetch_inputs(ptx("baseline"), SPEC, ("timed",))
     monkeypatch.setattr(judge_mod, "host_memory_free", lambda: None)          # unknown: the fixed bound alone
-    assert EmulatorAsGpu().prefetch_fresh(ptx("baseline"), SPEC, ("timed",))
+    assert EmulatorAsGpu().prefetch_inputs(ptx("baseline"), SPEC, ("timed",))
 
 
 def test_the_free_host_memory_is_read():
