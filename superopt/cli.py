@@ -266,8 +266,8 @@ def _passes_table(infos):
 
 # What each fate of `superopt try` counts as: only a candidate the differential check accepted
 # is "verified"; a rewrite that merely assembled was not checked and never counts as passing.
-TRY_VERIFIED = ("verified", "faster", "not-faster", "not-confirmed", "slower-elsewhere", "not-timed", "winner",
-                "estimate-winner")
+TRY_VERIFIED = ("verified", "faster", "not-faster", "not-confirmed", "slower-elsewhere", "below-min-gain",
+                "not-timed", "winner", "estimate-winner")
 TRY_FAILED = ("rejected-check", "rejected-ptxas", "pass-crashed", "error")
 TRY_UNCHECKED = ("assembled-not-verifiable",)
 TRY_NOT_JUDGED = ("not-judged", "skipped-budget")

@@ -73,6 +73,9 @@ SETTINGS: tuple[Setting, ...] = (
             "(only when stderr is a terminal), on, off", "driver", toml="progress", flag="progress"),
     # -- search ------------------------------------------------------------------------
     Setting("NVCC_PLUS_BUDGET", "30", "seconds of search per kernel (waiting for a GPU that other compilations hold is not counted; NVCC_PLUS_TIMEOUT bounds the wall time)", "search", toml="budget"),
+    Setting("NVCC_PLUS_MIN_GAIN", "2%", "the least gain a rewrite is kept for, in percent of nvcc's kernel time "
+            "(its timing in the search and its second timing both; 0: any gain beyond noise): a smaller one is "
+            "not worth its checks and its risk (docs/search.md)", "search", toml="min_gain"),
     Setting("NVCC_PLUS_BACKEND", "auto", "auto (the GPU if one is usable), gpu, emulator",
             "search", toml="backend"),
     Setting("NVCC_PLUS_NO_GPU", "locked", "without a GPU: locked (apply only locked or cached "

@@ -314,7 +314,8 @@ def measured(kr: dict) -> bool:
     if kr["status"] == Status.OPTIMIZED:
         return True
     fates = {c.get("fate") for c in kr.get("candidates", [])}
-    if fates & {Fate.FASTER, Fate.NOT_FASTER, Fate.NOT_CONFIRMED, Fate.SLOWER_ELSEWHERE, Fate.WINNER}:
+    if fates & {Fate.FASTER, Fate.NOT_FASTER, Fate.NOT_CONFIRMED, Fate.SLOWER_ELSEWHERE, Fate.BELOW_MIN_GAIN,
+                 Fate.WINNER}:
         return True
     return not fates & {Fate.NOT_JUDGED, Fate.ERROR, Fate.SKIPPED_BUDGET, Fate.NOT_TIMED}
 

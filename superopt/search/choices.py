@@ -107,7 +107,8 @@ def baseline_unjudgeable(kr: dict) -> str | None:
     if kr.get("baseline_unjudged"):
         return kr["baseline_unjudged"]
     judged = (Fate.NOT_JUDGED, Fate.REJECTED_CHECK, Fate.VERIFIED, Fate.FASTER, Fate.NOT_FASTER,
-              Fate.NOT_CONFIRMED, Fate.SLOWER_ELSEWHERE, Fate.NOT_TIMED, Fate.WINNER, Fate.ESTIMATE_WINNER)
+              Fate.NOT_CONFIRMED, Fate.SLOWER_ELSEWHERE, Fate.BELOW_MIN_GAIN, Fate.NOT_TIMED, Fate.WINNER,
+              Fate.ESTIMATE_WINNER)
     fates = [c for c in kr.get("candidates", [])
              if c.get("fate") in judged and not c.get("launch_shapes_unchecked")]
     if fates and all(c.get("fate") == Fate.NOT_JUDGED for c in fates):

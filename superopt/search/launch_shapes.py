@@ -198,11 +198,14 @@ def _ratios(rows: list[dict]) -> str:
     return f"{lo:.3f}x" if math.isclose(lo, hi, rel_tol=1e-3) else f"{lo:.3f}x-{hi:.3f}x"
 
 
-def judge_other_shapes(judge, baseline_ptx: str, cand, kernel: str, specs: list, launches, entry: dict) -> bool:
+def judge_other_shapes(judge, baseline_ptx: str, cand, kernel: str, specs: list, launches, entry: dict, *,
+                       min_gain: float = 0.0) -> bool:
     """Time the candidate to keep at the other launch shapes (see the module doc). Records them
     in ``entry["launch_shapes_timed"]`` (the timed shape first, from its confirmation) and, with
     a capture, ``entry["weighted_speedup"]``; False, with the entry's fate and reason, when the
-    candidate must not be kept."""
+    candidate must not be kept: slower beyond noise at a shape, or, with a capture, its speedup
+    weighed by the shapes' GPU time not above 1 or below ``1 + min_gain`` (the least gain a
+    rewrite is kept for: the gain in the program, not at one shape)."""
     from superopt.specs.program_launches import from_specs
     launches = launches if launches is not None else from_specs(specs)
     conf = entry.get("confirmation") or {}
@@ -281,6 +284,11 @@ def judge_other_shapes(judge, baseline_ptx: str, cand, kernel: str, specs: list,
                 entry.update(fate=Fate.SLOWER_ELSEWHERE,
                              reason=f"faster at the most time-consuming captured shape, but {ws:.3f}x weighed by "
                                     f"the {len(weighed)} captured shapes' GPU time: not faster in the program")
+                return False
+            if ws < 1.0 + min_gain:
+                entry.update(fate=Fate.BELOW_MIN_GAIN,
+                             reason=f"{ws:.3f}x weighed by the {len(weighed)} captured shapes' GPU time: below the "
+                                    f"{100 * min_gain:g}% a rewrite is kept for (NVCC_PLUS_MIN_GAIN)")
                 return False
     return True
 

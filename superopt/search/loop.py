@@ -480,7 +480,7 @@ class _Search:
         8192^2 on the H100, 2026-12-07: 3.8 s of a 10 s late check). Their inputs are made now,
         beside the rest of the search (``Judge.prefetch_inputs``), not after it. Not where no
         candidate can be kept anyway (compute-sanitizer's bound)."""
-        if self.prefetched or e.get("fate") != Fate.FASTER or not e.get("launch_shapes_unchecked"):
+        if self.prefetched or not _worth_keeping(e, self.options) or not e.get("launch_shapes_unchecked"):
             return
         self.prefetched = True
         prefetch = getattr(self.judge, "prefetch_inputs", None)
@@ -854,12 +854,39 @@ def _function_text(candidate: Candidate, kernel: str) -> str:
     return ptx_ir.printer.emit_function(ptx_ir.parse(candidate.ptx).function(kernel))
 
 
+def _worth_keeping(entry: dict, options: SearchOptions) -> bool:
+    """Faster beyond noise and by at least the least gain a rewrite is kept for."""
+    return entry.get("fate") == Fate.FASTER and (entry.get("speedup") or 0.0) >= 1.0 + options.min_gain
+
+
+def _min_gain_text(options: SearchOptions) -> str:
+    return f"the {100 * options.min_gain:g}% a rewrite is kept for (NVCC_PLUS_MIN_GAIN)"
+
+
+def _below_min_gain(entries, options: SearchOptions) -> list[dict]:
+    """The candidates faster beyond noise by less than ``options.min_gain``, marked so: each
+    would cost a second timing, the checks at the program's sizes and compute-sanitizer, and a
+    gain that small is within what differs between runs, clocks and GPUs (the economy bench on
+    an H100, 2026-12-07: a copy kernel's 1.004x and a tiled GEMM's 1.007x each took 9-10 s of
+    their compilation's last checks). They stay available to the combination of passes, which
+    runs before (two small gains can add up to one worth keeping)."""
+    small = [e for e in entries if e.get("fate") == Fate.FASTER and not _worth_keeping(e, options)]
+    for e in small:
+        e.update(fate=Fate.BELOW_MIN_GAIN, reason=f"{e.get('speedup') or 0:.3f}x, faster beyond noise but below "
+                                                  f"{_min_gain_text(options)}: {e.get('reason') or ''}".rstrip(": "))
+    return small
+
+
 def _choose(entries, by_id, judge: Judge, options: SearchOptions, kernel: str, record: dict,
             baseline_ptx: str, specs: list):
     if judge.can_time:
+        small = _below_min_gain(entries, options)
         winners = sorted((e for e in entries if e["fate"] == Fate.FASTER), key=lambda e: -e["speedup"])
         if not winners:
-            record.update(status=Status.KEPT_BASELINE, reason="no verified candidate was faster beyond noise")
+            record.update(status=Status.KEPT_BASELINE,
+                          reason="no verified candidate was faster beyond noise" if not small else
+                                 f"no verified candidate gained {_min_gain_text(options)}: the best was "
+                                 f"{max(e.get('speedup') or 0 for e in small):.3f}x")
             return None
         sanitize_at = _smallest_spec(specs) or specs[0]
         too_costly = _sanitizer_too_costly(options, sanitize_at)
@@ -885,9 +912,14 @@ def _choose(entries, by_id, judge: Judge, options: SearchOptions, kernel: str, r
                 e.update(fate=Fate.NOT_CONFIRMED, reason=f"faster in the search ({e['speedup']:.3f}x) but not "
                                                          f"when timed again: {again.reason}")
                 continue
+            if (again.speedup or 0.0) < 1.0 + options.min_gain:
+                e.update(fate=Fate.NOT_CONFIRMED, reason=f"{e['speedup']:.3f}x in the search, {again.speedup:.3f}x "
+                                                         f"when timed again: below {_min_gain_text(options)}")
+                continue
             # Never slower in the program: timed at the other launch shapes it may use too
             # (superopt.search.launch_shapes), for this candidate alone.
-            if not judge_other_shapes(judge, baseline_ptx, by_id[e["id"]], kernel, specs, options.launches, e):
+            if not judge_other_shapes(judge, baseline_ptx, by_id[e["id"]], kernel, specs, options.launches, e,
+                                      min_gain=options.min_gain):
                 continue
             # instrumented launches are slow (racecheck on a shared-memory kernel at a captured
             # 2048^3 took minutes): the sanitizer runs at the smallest launch shape, beside the

@@ -13,6 +13,8 @@ SANITIZER_TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 @dataclass
 class SearchOptions:
     budget_s: float = 30.0                  # per kernel, wall clock
+    # the least gain a kept rewrite shows (0.02: 2% of nvcc's time; NVCC_PLUS_MIN_GAIN)
+    min_gain: float = 0.02
     policy: str = "exact"
     backend: str = "auto"                   # auto | gpu | emulator
     no_gpu: str = "locked"                  # locked | estimate
@@ -36,6 +38,23 @@ def _origin(settings: Settings, name: str) -> str:
     return f" (from {origin})" if origin != "default" else ""
 
 
+def parse_min_gain(settings: Settings) -> float:
+    """NVCC_PLUS_MIN_GAIN as a fraction: "2%", "2" and 2 are 0.02; 0 keeps any gain beyond noise."""
+    raw = settings.raw("NVCC_PLUS_MIN_GAIN")
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return SearchOptions.min_gain
+    text = str(raw).strip().removesuffix("%").strip()
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 0 <= value < 100):
+        raise SettingError(f"min_gain (NVCC_PLUS_MIN_GAIN) must be a percentage from 0 to below 100 (2 or 2%: "
+                           f"a rewrite is kept only when at least 2% faster), not {raw!r}"
+                           + _origin(settings, "NVCC_PLUS_MIN_GAIN"))
+    return value / 100
+
+
 def search_options(settings: Settings) -> SearchOptions:
     """The search options of a run (flag > environment > nvcc-plus.toml > default, as the
     settings resolved them); a value nvcc-plus does not accept is a :class:`SettingError`."""
@@ -51,6 +70,7 @@ def search_options(settings: Settings) -> SearchOptions:
             raise SettingError(f"budget (NVCC_PLUS_BUDGET) must be a number of seconds, not {budget!r}") from None
     if not (math.isfinite(opts.budget_s) and opts.budget_s >= 0):
         raise SettingError(f"budget (NVCC_PLUS_BUDGET) must be a number of seconds >= 0, not {opts.budget_s}")
+    opts.min_gain = parse_min_gain(settings)
     opts.policy = settings.text("NVCC_PLUS_POLICY", opts.policy)
     opts.backend = settings.text("NVCC_PLUS_BACKEND", opts.backend)
     opts.no_gpu = settings.text("NVCC_PLUS_NO_GPU", opts.no_gpu)

@@ -30,6 +30,7 @@ class Fate(enum.StrEnum):
     NOT_FASTER = "not-faster"              # right, not faster
     NOT_CONFIRMED = "not-confirmed"        # faster once, not when timed again
     SLOWER_ELSEWHERE = "slower-elsewhere"  # faster at the timed shape, slower at another the program may use
+    BELOW_MIN_GAIN = "below-min-gain"      # faster beyond noise, by less than NVCC_PLUS_MIN_GAIN
     NOT_TIMED = "not-timed"                # right, but the timing failed
     WINNER = "winner"                      # kept: measured
     ESTIMATE_WINNER = "estimate-winner"    # kept: by the static estimate (no GPU)
