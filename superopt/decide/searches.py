@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from contextlib import nullcontext
+from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass
 
 from superopt.decide.job import KernelJob, SearchOutcome
@@ -69,6 +69,31 @@ class _Pending:
     done: bool = False
 
 
+# NVCC_PLUS_KERNEL_SEARCHES=auto: at most this many kernels of a compilation at once, each past
+# the first only while fewer than AUTO_GPU_SEARCHES searches (of every compilation) run per GPU
+AUTO_SEARCHES = 2
+AUTO_GPU_SEARCHES = 4
+ROOM_POLL_S = 0.25
+
+
+def kernel_searches_auto(settings) -> bool:
+    raw = settings.raw("NVCC_PLUS_KERNEL_SEARCHES")
+    return raw is None or str(raw).strip().lower() in ("", "auto")
+
+
+@contextmanager
+def _counted(device):
+    """This search counted on ``device`` (superopt.judge.search_census); uncounted where the
+    lock dir cannot be written (a count is a hint for scheduling, never a reason to fail)."""
+    from superopt.judge import search_census
+    with ExitStack() as stack:
+        try:
+            stack.enter_context(search_census.registered(device.uuid))
+        except OSError:
+            pass
+        yield
+
+
 class LocalSearch:
     """A search in this process: on the GPU (each GPU step held only while it runs:
     superopt.judge.devices), a free one of those visible (waiting for one is bounded by the
@@ -129,16 +154,35 @@ class LocalSearch:
         return BackendJudge.gpu_usable()[0]
 
     def at_once(self) -> int:
-        """How many of the module's kernels are searched at once: ``NVCC_PLUS_KERNEL_SEARCHES``
-        with the GPU judges this source makes; 1 with a judge given to it (a test's, a cluster
-        worker's), on the emulator (the GIL, not a GPU, would pace it) and under a whole-search
-        lease (the second search would wait for the first's)."""
+        """How many of the module's kernels are searched at once, at most: ``NVCC_PLUS_KERNEL_SEARCHES``
+        with the GPU judges this source makes (``auto``: :data:`AUTO_SEARCHES`, each past the
+        first only while the GPU has room, :meth:`_room_on_gpu`); 1 with a judge given to it (a
+        test's, a cluster worker's), on the emulator (the GIL, not a GPU, would pace it) and
+        under a whole-search lease (the second search would wait for the first's)."""
         if self._injected or getattr(self.judge, "backend", None) != "gpu" or len(self.run.todo) < 2:
             return 1
         from superopt.judge.devices import lease_mode
         if lease_mode() == "search":
             return 1
+        if self.adaptive:
+            return AUTO_SEARCHES
         return int(self.run.settings.number("NVCC_PLUS_KERNEL_SEARCHES", 1, minimum=1, integer=True))
+
+    @property
+    def adaptive(self) -> bool:
+        """``NVCC_PLUS_KERNEL_SEARCHES=auto`` (the default)."""
+        return kernel_searches_auto(self.run.settings)
+
+    def _room_on_gpu(self) -> bool:
+        """Whether fewer than :data:`AUTO_GPU_SEARCHES` searches (of every compilation) run on
+        each GPU this search may use: the build's tail, where its last compilations' kernels
+        would otherwise take turns on a GPU left mostly idle."""
+        from superopt.judge import devices, search_census
+        try:
+            gpus = devices.allowed_devices()
+            return bool(gpus) and sum(search_census.running(d.uuid) for d in gpus) < AUTO_GPU_SEARCHES * len(gpus)
+        except (OSError, devices.NoDevice):
+            return False
 
     def decide(self, job: KernelJob) -> bool:
         from superopt.judge.phases import Phases, recording
@@ -181,12 +225,14 @@ class LocalSearch:
 
     def _search(self, job: KernelJob, judge, options) -> tuple:
         """Search one kernel (in this thread): ("searched", record, winner, chosen, tried,
-        judge), ("busy",) when no GPU became free in time, or ("no device", exc)."""
+        judge), ("busy",) when no GPU became free in time, or ("no device", exc). Counted
+        among the searches running on its GPU meanwhile (superopt.judge.search_census)."""
         from superopt.judge.devices import GpuBusy, NoDevice
         run = self.run
         hold = getattr(judge, "hold", None)
         try:
-            with (hold(_gpu_wait_deadline(run.deadline)) if hold else nullcontext()) as device:
+            with (hold(_gpu_wait_deadline(run.deadline)) if hold else nullcontext()) as device, \
+                    (_counted(device) if device is not None else nullcontext()):
                 kr, winner, chosen, tried = search_choices(
                     run.module, job.kernel, job.choices, options=options, deadline=run.deadline,
                     share=job.share, judge=judge, target=run.target)
@@ -214,7 +260,9 @@ class LocalSearch:
                 self._cond.notify_all()
 
     def _take_slot(self, many: int) -> int:
-        """A backend slot no search thread uses, applying finished outcomes while it waits."""
+        """A backend slot no search thread uses, applying finished outcomes while it waits.
+        Adaptive (``auto``): a slot past the first only while the GPU has room for one more
+        search (asked again every :data:`ROOM_POLL_S` while it waits)."""
         while True:
             self._apply_finished()
             with self._cond:
@@ -222,8 +270,9 @@ class LocalSearch:
                     self._free = list(range(many))
                 if self._free:
                     self._free.sort()
-                    return self._free.pop(0)
-                self._cond.wait(0.5)
+                    if self._free[0] == 0 or not self.adaptive or self._room_on_gpu():
+                        return self._free.pop(0)
+                self._cond.wait(ROOM_POLL_S if self.adaptive else 0.5)
 
     def _apply_finished(self, *, skipping: bool = False) -> None:
         """Apply the outcomes of the finished searches at the front of the queue, in job order;

@@ -1,0 +1,139 @@
+"""NVCC_PLUS_KERNEL_SEARCHES=auto (the default): a compilation searches a second kernel beside
+its first only while fewer than AUTO_GPU_SEARCHES searches of the build run on the GPU, counted
+through superopt.judge.search_census (a flock per running search; a killed compilation's entry
+is never counted). The GPU is faked (SUPEROPT_FAKE_GPUS) and the judges hold it as the GPU
+backend does, as in test_economy."""
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import threading
+from contextlib import ExitStack
+
+import pytest
+
+from superopt.decide.searches import AUTO_GPU_SEARCHES
+from superopt.judge import search_census
+from tests.search.test_economy import FAKE_UUID, _SlowFirstJudge, fake_gpu  # noqa: F401 (a fixture)
+from tests.search.test_search import DATA, OPTS
+
+KERNELS = ["_Z10saxpy_loopPfPKffi", "_Z7diamondPiPKii", "_Z6rowsumPfPKfii"]
+
+
+def _register_and_die(lock_dir: str, gpu: str, ready) -> None:
+    os.environ["NVCC_PLUS_LOCK_DIR"] = lock_dir
+    held = search_census.registered(gpu)
+    held.__enter__()
+    ready.set()
+    os._exit(0)                         # no clean-up: the entry stays, its lock goes with the process
+
+
+def test_running_searches_are_counted_while_they_run(fake_gpu):
+    assert search_census.running(FAKE_UUID) == 0
+    with search_census.registered(FAKE_UUID):
+        assert search_census.running(FAKE_UUID) == 1
+        with search_census.registered(FAKE_UUID):
+            assert search_census.running(FAKE_UUID) == 2
+        assert search_census.running(FAKE_UUID) == 1
+    assert search_census.running(FAKE_UUID) == 0
+    assert search_census.running("GPU-another") == 0
+    assert os.listdir(search_census.census_dir(FAKE_UUID)) == []
+
+
+def test_a_killed_compilations_entry_is_not_counted_and_is_removed(fake_gpu):
+    ctx = mp.get_context("fork")
+    ready = ctx.Event()
+    child = ctx.Process(target=_register_and_die, args=(os.environ["NVCC_PLUS_LOCK_DIR"], FAKE_UUID, ready))
+    child.start()
+    child.join(30)
+    assert ready.is_set() and child.exitcode == 0
+    where = search_census.census_dir(FAKE_UUID)
+    assert len(os.listdir(where)) == 1              # left behind
+    with search_census.registered(FAKE_UUID):
+        assert search_census.running(FAKE_UUID) == 1
+    assert os.listdir(where) == []
+
+
+def test_an_entry_not_yet_locked_is_not_counted(fake_gpu):
+    """Entries are locked under a hidden name, then renamed into place."""
+    where = search_census.census_dir(FAKE_UUID)
+    open(os.path.join(where, ".123-4-5"), "w").close()
+    assert search_census.running(FAKE_UUID) == 0
+    assert os.listdir(where) == [".123-4-5"]
+
+
+def _optimize(tmp_path, monkeypatch, settings: dict, on_first_check=None, meet: bool = False):
+    from superopt.config.resolved import Settings
+    from superopt.decide.searches import LocalSearch
+    from superopt.optimize import optimize_module
+    _SlowFirstJudge.made = []
+    _SlowFirstJudge.meet = threading.Barrier(2) if meet else None     # see _SlowFirstJudge
+
+    class Judge(_SlowFirstJudge):
+        def verify(self, base, cand, spec, **kw):
+            first = not self.spans
+            got = super().verify(base, cand, spec, **kw)
+            if on_first_check is not None and first and self is _SlowFirstJudge.made[0]:
+                on_first_check()            # with meet: both searches are under way here
+            return got
+    monkeypatch.setattr(LocalSearch, "_new_judge", lambda self: Judge())
+    monkeypatch.setenv("NVCC_PLUS_CACHE_DIR", str(tmp_path / f"cache-{len(os.listdir(tmp_path))}"))
+    return optimize_module(DATA.read_text(), settings=Settings({"passes": OPTS.passes, "sanitize": "off", **settings}),
+                           kernels=KERNELS, spec_for=lambda m, k: ([{"x": 1}], "test"))
+
+
+def test_with_room_on_the_gpu_a_second_kernel_is_searched_beside_the_first(fake_gpu, tmp_path, monkeypatch):
+    seen = []
+    result = _optimize(tmp_path, monkeypatch, {}, on_first_check=lambda: seen.append(search_census.running(FAKE_UUID)),
+                       meet=True)
+    judges = _SlowFirstJudge.made
+    assert len(judges) == 2 and all(j.steps for j in judges)
+    assert {t for j in judges for t in j.threads} == {"superopt-search-0", "superopt-search-1"}
+    assert not _SlowFirstJudge.meet.broken, "the two searches' checks never met"
+    assert seen == [2]                      # both counted while they ran
+    assert sorted(k["kernel"] for k in result.records["kernels"]) == sorted(KERNELS)
+    assert search_census.running(FAKE_UUID) == 0
+
+
+def test_a_busy_gpu_gets_one_search_of_the_compilation_at_a_time(fake_gpu, tmp_path, monkeypatch):
+    with ExitStack() as others:             # the build's other compilations, searching
+        for _ in range(AUTO_GPU_SEARCHES):
+            others.enter_context(search_census.registered(FAKE_UUID))
+        result = _optimize(tmp_path, monkeypatch, {})
+    assert len(_SlowFirstJudge.made) == 1 and _SlowFirstJudge.made[0].threads == {"superopt-search-0"}
+    assert sorted(k["kernel"] for k in result.records["kernels"]) == sorted(KERNELS)
+
+
+def test_a_second_search_starts_once_the_gpu_has_room(fake_gpu, tmp_path, monkeypatch):
+    """Busy when the compilation starts; the other compilations end during its first search."""
+    others = ExitStack()
+    for _ in range(AUTO_GPU_SEARCHES):
+        others.enter_context(search_census.registered(FAKE_UUID))
+    ended = threading.Event()
+
+    def end_the_others():
+        if not ended.is_set():
+            ended.set()
+            others.close()
+    try:
+        _optimize(tmp_path, monkeypatch, {}, on_first_check=end_the_others)
+    finally:
+        others.close()
+    assert ended.is_set() and len(_SlowFirstJudge.made) == 2
+
+
+@pytest.mark.parametrize("value", ["1", "auto"])
+def test_one_at_a_time_when_set_so_or_with_one_kernel(fake_gpu, tmp_path, monkeypatch, value):
+    from superopt.config.resolved import Settings
+    from superopt.decide.searches import LocalSearch
+    from superopt.optimize import optimize_module
+    if value == "1":
+        _optimize(tmp_path, monkeypatch, {"kernel_searches": "1"})
+        assert len(_SlowFirstJudge.made) == 1 and _SlowFirstJudge.made[0].threads == {"MainThread"}
+        return
+    _SlowFirstJudge.made = []
+    monkeypatch.setattr(LocalSearch, "_new_judge", lambda self: _SlowFirstJudge())
+    monkeypatch.setenv("NVCC_PLUS_CACHE_DIR", str(tmp_path / "cache-one"))
+    optimize_module(DATA.read_text(), settings=Settings({"passes": OPTS.passes, "sanitize": "off"}),
+                    kernels=KERNELS[:1], spec_for=lambda m, k: ([{"x": 1}], "test"))
+    assert len(_SlowFirstJudge.made) == 1 and _SlowFirstJudge.made[0].threads == {"MainThread"}
