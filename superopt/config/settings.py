@@ -111,8 +111,8 @@ SETTINGS: tuple[Setting, ...] = (
             "shared with other compilations, timing alone); search: for its whole duration (the old economy)",
             "search"),
     Setting("NVCC_PLUS_KERNEL_SEARCHES", "auto", "kernels of one compilation searched at once on the GPU, "
-            "each with its own GPU worker: auto (a second one beside the first while fewer than 4 searches of "
-            "the build run on the GPU: the build's tail), or a number (1: one after the other); the outcomes "
+            "each with its own GPU worker: auto (a second one beside the first while fewer than 6 searches per "
+            "GPU run on the host: the build's tail), or a number (1: one after the other); the outcomes "
             "are applied in the kernels' order either way (docs/search.md)", "search", toml="kernel_searches"),
     Setting("NVCC_PLUS_GPU_CHECKS", "shared", "shared: compilations' differential checks run on a GPU at "
             "once; serial: one at a time (each CUDA context alone on the GPU, no time-slicing between "

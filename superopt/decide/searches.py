@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from contextlib import ExitStack, contextmanager, nullcontext
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 from superopt.decide.job import KernelJob, SearchOutcome
@@ -70,28 +70,16 @@ class _Pending:
 
 
 # NVCC_PLUS_KERNEL_SEARCHES=auto: at most this many kernels of a compilation at once, each past
-# the first only while fewer than AUTO_GPU_SEARCHES searches (of every compilation) run per GPU
+# the first only while fewer than AUTO_GPU_SEARCHES searches per GPU run on this host
+# (superopt.judge.search_census: every searching compilation counts, and each extra search)
 AUTO_SEARCHES = 2
-AUTO_GPU_SEARCHES = 4
+AUTO_GPU_SEARCHES = 6
 ROOM_POLL_S = 0.25
 
 
 def kernel_searches_auto(settings) -> bool:
     raw = settings.raw("NVCC_PLUS_KERNEL_SEARCHES")
     return raw is None or str(raw).strip().lower() in ("", "auto")
-
-
-@contextmanager
-def _counted(device):
-    """This search counted on ``device`` (superopt.judge.search_census); uncounted where the
-    lock dir cannot be written (a count is a hint for scheduling, never a reason to fail)."""
-    from superopt.judge import search_census
-    with ExitStack() as stack:
-        try:
-            stack.enter_context(search_census.registered(device.uuid))
-        except OSError:
-            pass
-        yield
 
 
 class LocalSearch:
@@ -117,6 +105,7 @@ class LocalSearch:
         self._judges: dict[int, object] = {}    # slot -> its judge (slot 0: self.judge)
         self._pending: list[_Pending] = []      # in job order, not applied yet
         self._free: list[int] | None = None     # slots no search thread uses now
+        self._census = None                     # this compilation counted among the searching ones
         self._cond = threading.Condition()
 
     @property
@@ -174,15 +163,28 @@ class LocalSearch:
         return kernel_searches_auto(self.run.settings)
 
     def _room_on_gpu(self) -> bool:
-        """Whether fewer than :data:`AUTO_GPU_SEARCHES` searches (of every compilation) run on
-        each GPU this search may use: the build's tail, where its last compilations' kernels
-        would otherwise take turns on a GPU left mostly idle."""
+        """Whether fewer than :data:`AUTO_GPU_SEARCHES` searches per GPU it may use run on this
+        host (every searching compilation counts, and each search beside a compilation's
+        first): the build's tail, where its last compilations' kernels would otherwise take
+        turns on a GPU left mostly idle."""
         from superopt.judge import devices, search_census
         try:
             gpus = devices.allowed_devices()
-            return bool(gpus) and sum(search_census.running(d.uuid) for d in gpus) < AUTO_GPU_SEARCHES * len(gpus)
-        except (OSError, devices.NoDevice):
+        except (OSError, devices.NoDevice, ValueError):
             return False
+        return bool(gpus) and search_census.running() < AUTO_GPU_SEARCHES * len(gpus)
+
+    def _count_this_compilation(self) -> None:
+        """From its first search on the GPU to :meth:`finish`, this compilation is counted among
+        the host's searching ones (superopt.judge.search_census), whatever its own setting."""
+        if self._census is None and getattr(self.judge, "backend", None) == "gpu":
+            from superopt.judge import search_census
+            self._census = search_census.register() or False
+
+    def _uncount(self) -> None:
+        if self._census:
+            self._census.close()
+        self._census = None
 
     def decide(self, job: KernelJob) -> bool:
         from superopt.judge.phases import Phases, recording
@@ -193,6 +195,7 @@ class LocalSearch:
             if run.lock_path is None:
                 run.note_for_build(NO_GPU_NO_LOCKFILE)
             return True
+        self._count_this_compilation()
         many = self.at_once()
         with recording(Phases(job.kernel)) as phases:
             self._prewarm(0)
@@ -225,14 +228,12 @@ class LocalSearch:
 
     def _search(self, job: KernelJob, judge, options) -> tuple:
         """Search one kernel (in this thread): ("searched", record, winner, chosen, tried,
-        judge), ("busy",) when no GPU became free in time, or ("no device", exc). Counted
-        among the searches running on its GPU meanwhile (superopt.judge.search_census)."""
+        judge), ("busy",) when no GPU became free in time, or ("no device", exc)."""
         from superopt.judge.devices import GpuBusy, NoDevice
         run = self.run
         hold = getattr(judge, "hold", None)
         try:
-            with (hold(_gpu_wait_deadline(run.deadline)) if hold else nullcontext()) as device, \
-                    (_counted(device) if device is not None else nullcontext()):
+            with (hold(_gpu_wait_deadline(run.deadline)) if hold else nullcontext()) as device:
                 kr, winner, chosen, tried = search_choices(
                     run.module, job.kernel, job.choices, options=options, deadline=run.deadline,
                     share=job.share, judge=judge, target=run.target)
@@ -247,12 +248,16 @@ class LocalSearch:
     def _search_in_thread(self, pending: _Pending, slot: int, judge, options) -> None:
         from superopt.judge.backends.base import backend_slot
         from superopt.judge.phases import recording
+        from superopt.judge import search_census
+        extra = search_census.register() if slot > 0 else None     # a search beside the compilation's first
         try:
             with backend_slot(slot), recording(pending.phases):
                 pending.result = self._search(pending.job, judge, options)
         except BaseException as exc:  # noqa: BLE001 - raised in the compilation's thread when applied
             pending.result = ("raised", exc)
         finally:
+            if extra is not None:
+                extra.close()
             pending.seconds = time.monotonic() - pending.started
             with self._cond:
                 pending.done = True
@@ -341,10 +346,12 @@ class LocalSearch:
             with self._cond:
                 if self._pending and not self._pending[0].done:
                     self._cond.wait(0.5)
+        self._uncount()
 
     def salvage(self) -> None:
         """After an interruption: apply what the finished searches decided (in job order), so
         the partial result keeps it; the searches still running are left to end with the process."""
+        self._uncount()
         self._apply_finished(skipping=True)
 
 
