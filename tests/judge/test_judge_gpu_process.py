@@ -105,6 +105,28 @@ def test_shared_memory_blob_transport(tmp_path):
     assert results[0]["buffers"][0][0].tobytes() == b"cde" and results[0]["buffers"][1][0] is None
 
 
+def test_a_replys_buffers_are_mapped_from_its_file_and_outlive_it(tmp_path):
+    """The reply's file is mapped copy-on-write, not read into a copy: the arrays stay valid once
+    the file is removed (as GpuBackend does at once), may be written, and never write the file."""
+    import numpy as np
+    from superopt.judge.backends.gpu import _load_file_buffers
+    data = np.random.default_rng(1).integers(0, 256, size=3 << 20, dtype=np.uint8)
+    out = tmp_path / "reply.out"
+    data.tofile(out)
+    n = 1 << 20
+    results = [{"buffers": [(("file", 0, n), b"", b""), (("file", n, 2 * n), b"", b"")]}]
+    _load_file_buffers(results, str(out))
+    first, second = results[0]["buffers"][0][0], results[0]["buffers"][1][0]
+    out.unlink()
+    assert first.tobytes() == data[:n].tobytes() and second.tobytes() == data[n:].tobytes()
+    first.view(np.uint32)[:] = 7                      # the compares' callers may write to it
+    assert first.view(np.uint32)[3] == 7 and second.tobytes() == data[n:].tobytes()
+    out.write_bytes(b"")
+    empty = [{"buffers": [(("file", 0, 0), b"", b"")]}]
+    _load_file_buffers(empty, str(out))
+    assert empty[0]["buffers"][0][0].nbytes == 0
+
+
 def test_a_kernels_timings_send_one_input_set_written_once(monkeypatch):
     """The candidates of one kernel are timed on one input set: its wire form is written to
     shared memory once and named by every timing request (not packed again inside a window that

@@ -14,6 +14,7 @@ readback, and scrubbing of the allocations before they are freed.
 from __future__ import annotations
 
 import atexit
+import mmap
 import os
 import signal
 import subprocess
@@ -190,10 +191,26 @@ def _load_file_buffers(results: list[dict], path: str) -> None:
             if isinstance(b[0], tuple) and b[0][0] == "file"]
     if not refs:
         return
-    whole = np.fromfile(path, dtype=np.uint8)
+    whole = _mapped_copy_on_write(path)
     for r, k in refs:
         (_, off, n), front, back = r["buffers"][k]
         r["buffers"][k] = (whole[off:off + n], front, back)
+
+
+def _mapped_copy_on_write(path: str) -> np.ndarray:
+    """A file's bytes as an array mapped from it, copy-on-write (the caller may write to the
+    array; the file does not change, and may be removed while the array lives). A reply's
+    changed buffers reach hundreds of MB per set at a program's real sizes; ``np.fromfile``
+    copied every byte once more before the compares read it (768 MB: 1.4-2.1 s on this
+    project's 2-core CPU machine, against 0.2 s to map and compare, 2026-12-07)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        size = os.fstat(fd).st_size
+        if size == 0:
+            return np.zeros(0, np.uint8)
+        return np.frombuffer(mmap.mmap(fd, size, access=mmap.ACCESS_COPY), dtype=np.uint8)
+    finally:
+        os.close(fd)
 
 
 # The GPU's large input set: indices past 2^20 (eight times the CPU's 2^17), at most 64 MB of
