@@ -153,6 +153,25 @@ def test_not_asked_when_nothing_is_faster_or_nothing_costly_is_left(test_passes)
     assert judge.prefetches == []            # nothing costly: drawing is cheap
 
 
+def test_not_asked_for_a_gain_below_the_least_kept(test_passes):  # noqa: F811
+    """Faster beyond noise by 1.5%, under NVCC_PLUS_MIN_GAIN's 2%: never kept, so the checks
+    before keeping it never run and their inputs are not made."""
+    from tests.search.test_costly_shapes import Timing
+
+    class SmallGain(PrefetchLog):
+        def time(self, base_ptx, cand_ptx, spec, *, fresh=True):
+            self.calls.append(("time", spec_key(spec)))
+            return Timing("ok", True, self.speedup)          # faster beyond noise, by 1.5%
+    judge = SmallGain(speedup=1.015)
+    result = _search(judge, [big_spec(), vadd_spec()])
+    assert result.winner is None
+    assert {e["fate"] for e in result.record["candidates"]} == {"below-min-gain"}
+    assert [w for _, w, _ in judge.prefetches] == [("timed",)]
+    judge = SmallGain(speedup=1.03)                          # the same search, past the least gain
+    assert _search(judge, [big_spec(), vadd_spec()]).winner is not None
+    assert [w for _, w, _ in judge.prefetches] == [("timed",), ("check", "time")]
+
+
 def test_not_asked_where_no_candidate_could_be_kept(test_passes, monkeypatch):  # noqa: F811
     """compute-sanitizer's bound keeps nvcc's code whatever is faster: nothing to check."""
     from superopt.search import loop
