@@ -570,10 +570,19 @@ class _Search:
                 context.remember(cand, self.run_one(cand))
 
     def provisional_record(self) -> dict:
-        """A copy of the record with the choice among the candidates so far made in it."""
+        """A copy of the record with the choice among the candidates so far made in it, for a
+        later proposer's context (the model's prompt shows the rules' fates). On a GPU the
+        fastest candidate worth keeping is marked the winner as the search timed it: its
+        confirmation, its timings at the other launch shapes, its checks at full size and
+        compute-sanitizer belong to the final choice, once. Made here on the copy, they ran
+        again for every later proposer (a confirmation is never cached: seconds of GPU work
+        at a program's real sizes)."""
         seen = copy.deepcopy(self.record)
-        _choose(seen["candidates"], self.by_id, self.judge, self.options, self.kernel, seen,
-                self.baseline_ptx, self.specs)
+        if self.judge.can_time:
+            _provisional_choice(seen, self.options)
+        else:
+            _choose(seen["candidates"], self.by_id, self.judge, self.options, self.kernel, seen,
+                    self.baseline_ptx, self.specs)
         return seen
 
 
@@ -875,6 +884,24 @@ def _below_min_gain(entries, options: SearchOptions) -> list[dict]:
         e.update(fate=Fate.BELOW_MIN_GAIN, reason=f"{e.get('speedup') or 0:.3f}x, faster beyond noise but below "
                                                   f"{_min_gain_text(options)}: {e.get('reason') or ''}".rstrip(": "))
     return small
+
+
+def _provisional_choice(record: dict, options: SearchOptions) -> None:
+    """The choice so far, without the steps that keep a candidate (see
+    ``_Search.provisional_record``): the fastest candidate worth keeping is the winner."""
+    entries = record["candidates"]
+    small = _below_min_gain(entries, options)
+    winners = sorted((e for e in entries if e["fate"] == Fate.FASTER), key=lambda e: -e["speedup"])
+    if not winners:
+        record.update(status=Status.KEPT_BASELINE,
+                      reason="no verified candidate was faster beyond noise" if not small else
+                             f"no verified candidate gained {_min_gain_text(options)}")
+        return
+    best = winners[0]
+    best.update(fate=Fate.WINNER, reason=f"the fastest so far ({best['speedup']:.3f}x in the search), not yet "
+                                         f"timed again nor checked at full size")
+    record.update(status=Status.OPTIMIZED, winner=best["id"], decision=Decision.MEASURED,
+                  reason=f"{best['id']}: provisional, {best['speedup']:.3f}x in the search")
 
 
 def _choose(entries, by_id, judge: Judge, options: SearchOptions, kernel: str, record: dict,

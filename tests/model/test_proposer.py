@@ -290,3 +290,24 @@ def test_dataset_export_takes_rule_wins_from_plain_records(test_passes, tmp_path
     assert len(rows) == 1 and rows[0]["provenance"] == {"proposer": "rules"}
     assert rows[0]["plan"] == [{"pass": "test-nc-loads", "params": {"which": "all"}}]
     assert "ld.global.nc.f32" in rows[0]["optimized_ptx"]
+
+
+def test_the_rules_choice_a_model_sees_is_confirmed_once(test_passes):
+    """The prompt's context has the rules' choice made provisionally (the fastest worth
+    keeping, as the search timed it); the candidate to keep is timed again (and checked at full
+    size, sanitized) once, in the final choice, not once more for the model's context."""
+    class Counting(FakeJudge):
+        def __init__(self):
+            super().__init__()
+            self.confirmations = 0
+
+        def time(self, base_ptx, cand_ptx, spec, **kw):
+            self.confirmations += bool(kw.get("fresh"))
+            return super().time(base_ptx, cand_ptx, spec, **kw)
+    judge = Counting()
+    model = PlantedModel({"plan": [[GOOD_PLAN]]})
+    result, _ = run(model, modes=("plan",), rounds=1, passes=test_passes, rule_passes=("test-nc-loads",), judge=judge)
+    assert "test-nc-loads(which=all): winner, 1.30x (the fastest so far" in user_prompt(model.requests[0])
+    assert result.winner is not None and result.record["candidates"][0]["fate"] == "winner"
+    assert "confirmed by a second timing" in result.record["reason"]
+    assert judge.confirmations == 1
