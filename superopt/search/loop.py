@@ -876,8 +876,8 @@ def _below_min_gain(entries, options: SearchOptions) -> list[dict]:
     """The candidates faster beyond noise by less than ``options.min_gain``, marked so: each
     would cost a second timing, the checks at the program's sizes and compute-sanitizer, and a
     gain that small is within what differs between runs, clocks and GPUs (the economy bench on
-    an H100, 2026-12-07: a copy kernel's 1.004x and a tiled GEMM's 1.007x each took 9-10 s of
-    their compilation's last checks). They stay available to the combination of passes, which
+    an H100, 2026-12-07: keeping a copy kernel's 1.008x and a tiled GEMM's 1.007x took 6 and 9 s
+    of their searches' 13 and 18 s). They stay available to the combination of passes, which
     runs before (two small gains can add up to one worth keeping)."""
     small = [e for e in entries if e.get("fate") == Fate.FASTER and not _worth_keeping(e, options)]
     for e in small:
