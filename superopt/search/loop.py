@@ -886,16 +886,24 @@ def _below_min_gain(entries, options: SearchOptions) -> list[dict]:
     return small
 
 
-def _provisional_choice(record: dict, options: SearchOptions) -> None:
-    """The choice so far, without the steps that keep a candidate (see
-    ``_Search.provisional_record``): the fastest candidate worth keeping is the winner."""
-    entries = record["candidates"]
+def _winners(entries, options: SearchOptions, record: dict) -> list[dict]:
+    """The candidates worth keeping, fastest first (those below the least gain marked so); with
+    none, the record says nvcc's code is kept and why."""
     small = _below_min_gain(entries, options)
     winners = sorted((e for e in entries if e["fate"] == Fate.FASTER), key=lambda e: -e["speedup"])
     if not winners:
         record.update(status=Status.KEPT_BASELINE,
                       reason="no verified candidate was faster beyond noise" if not small else
-                             f"no verified candidate gained {_min_gain_text(options)}")
+                             f"no verified candidate gained {_min_gain_text(options)}: the best was "
+                             f"{max(e.get('speedup') or 0 for e in small):.3f}x")
+    return winners
+
+
+def _provisional_choice(record: dict, options: SearchOptions) -> None:
+    """The choice so far, without the steps that keep a candidate (see
+    ``_Search.provisional_record``): the fastest candidate worth keeping is the winner."""
+    winners = _winners(record["candidates"], options, record)
+    if not winners:
         return
     best = winners[0]
     best.update(fate=Fate.WINNER, reason=f"the fastest so far ({best['speedup']:.3f}x in the search), not yet "
@@ -907,13 +915,8 @@ def _provisional_choice(record: dict, options: SearchOptions) -> None:
 def _choose(entries, by_id, judge: Judge, options: SearchOptions, kernel: str, record: dict,
             baseline_ptx: str, specs: list):
     if judge.can_time:
-        small = _below_min_gain(entries, options)
-        winners = sorted((e for e in entries if e["fate"] == Fate.FASTER), key=lambda e: -e["speedup"])
+        winners = _winners(entries, options, record)
         if not winners:
-            record.update(status=Status.KEPT_BASELINE,
-                          reason="no verified candidate was faster beyond noise" if not small else
-                                 f"no verified candidate gained {_min_gain_text(options)}: the best was "
-                                 f"{max(e.get('speedup') or 0 for e in small):.3f}x")
             return None
         sanitize_at = _smallest_spec(specs) or specs[0]
         too_costly = _sanitizer_too_costly(options, sanitize_at)

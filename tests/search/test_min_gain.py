@@ -4,7 +4,7 @@ into one worth keeping are kept; the confirmation and, with a capture, the gain 
 captured shapes must reach it too. A scripted judge whose speed depends on the candidate's text."""
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import pytest
 
@@ -17,30 +17,23 @@ from superopt.passes import _REGISTRY, Change, register
 from superopt.search.loop import search_kernel
 from superopt.search.options import SearchOptions, search_options
 from superopt.store.record import Fate
-from tests.model.helpers import VADD, vadd_spec
-from tests.model.helpers import test_passes  # noqa: F401 (a fixture)
-from tests.search.test_never_slower import BlockJudge, capture_search, captured, winner_or_best
+from tests.model.helpers import VADD, test_passes, vadd_spec  # noqa: F401 (a fixture)
+from tests.search.test_never_slower import BlockJudge, Timing, capture_search, captured, winner_or_best
 
 
-def _nc(fn):
-    out = []
-    for inst in list(fn.instructions):
-        if inst.opcode == "ld" and inst.space == ".global" and ".nc" not in inst.modifiers:
-            fn.replace(inst, inst.with_(modifiers=(".global", ".nc", *inst.modifiers[1:])))
-            out.append(Change("ld.global -> ld.global.nc", inst))
-    return out
+def _hinted(opcode: str, hint: str):
+    """A test pass adding ``hint`` to every global ``opcode`` (ld .nc, st .cs)."""
+    def rewrite(fn):
+        out = []
+        for inst in list(fn.instructions):
+            if inst.opcode == opcode and inst.space == ".global" and hint not in inst.modifiers:
+                fn.replace(inst, inst.with_(modifiers=(".global", hint, *inst.modifiers[1:])))
+                out.append(Change(f"{opcode}.global -> {opcode}.global{hint}", inst))
+        return out
+    return rewrite
 
 
-def _cs(fn):
-    out = []
-    for inst in list(fn.instructions):
-        if inst.opcode == "st" and inst.space == ".global" and ".cs" not in inst.modifiers:
-            fn.replace(inst, inst.with_(modifiers=(".global", ".cs", *inst.modifiers[1:])))
-            out.append(Change("st.global -> st.global.cs", inst))
-    return out
-
-
-PASSES = {"test-gain-nc": _nc, "test-gain-cs": _cs}
+PASSES = {"test-gain-nc": _hinted("ld", ".nc"), "test-gain-cs": _hinted("st", ".cs")}
 
 
 @pytest.fixture
@@ -52,18 +45,6 @@ def gain_passes():
     finally:
         for name in PASSES:
             _REGISTRY.pop(name, None)
-
-
-@dataclass
-class Timing:
-    status: str
-    faster: bool
-    speedup: float
-    reason: str = "scripted"
-    slower: bool = False
-
-    def to_dict(self):
-        return {"status": self.status, "faster": self.faster, "speedup": self.speedup, "slower": self.slower}
 
 
 class GainJudge(Judge):
