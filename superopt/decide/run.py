@@ -119,7 +119,7 @@ class ModuleRun:
             for p in problems:
                 self.note_for_build(p)          # an incomplete [kernels] table: said once per build
             key = DecisionKey(text, self.globals_text, self.target, self.tool, self.options.policy,
-                              tuple(self.pass_names), explicit=explicit)
+                              tuple(self.pass_names), explicit=explicit, min_gain=self.options.min_gain)
             yield KernelJob(fn, index, len(self.todo), text, key)
 
     def _may_have_explicit_specs(self) -> bool:

@@ -1,14 +1,19 @@
 """The key a kernel's decision is stored under, built in one place.
 
-A decision made for one kernel text, module globals, target, toolchain, policy and set of
-passes is valid for exactly those; and also for the launch specs it was judged with when a
+A decision made for one kernel text, module globals, target, toolchain, policy, set of
+passes and least gain (``NVCC_PLUS_MIN_GAIN``: a rewrite kept at 1.5% under a 0% floor is not
+one a 2% floor keeps, and a 5% floor's "keep nvcc's code" is not a 0% floor's) is valid for
+exactly those; and also for the launch specs it was judged with when a
 person wrote them (``explicit``) or the program's launches were captured (``spec``), and for
 the GPU model it was measured on when a cluster worker made it (``gpu``). The lockfile's key
 leaves the toolchain and those out (a lock travels between machines with the same nvcc).
 
 The digest is the one :func:`superopt.store.cache.decision_key` has always computed (the
-qualifiers join the toolchain part as `` explicit=…``, `` gpu=…``, `` spec=…``, in that order),
-so caches and lockfiles written before keep their entries.
+qualifiers join the toolchain part as `` explicit=…``, `` gpu=…``, `` spec=…``, `` min_gain=…``,
+in that order). A least gain of 0 adds nothing: entries cached before the least gain existed
+were made without one and keep their keys; under the default 2% they are not found (searched
+again once). The lockfile's key leaves the least gain out with the toolchain: a locked decision
+is the project's, applied whatever the floor.
 """
 from __future__ import annotations
 
@@ -28,6 +33,7 @@ class DecisionKey:
     explicit: str | None = None     # the identity of the user's explicit launch specs
     gpu: str | None = None          # the GPU model a cluster worker measured on
     spec: str | None = None         # the identity of the captured launch specs
+    min_gain: float = 0.0           # the least gain a rewrite was kept for (NVCC_PLUS_MIN_GAIN)
 
     def tool_part(self) -> str:
         out = self.tool
@@ -37,6 +43,8 @@ class DecisionKey:
             out += f" gpu={self.gpu or '?'}"
         if self.spec:
             out += f" spec={self.spec}"
+        if self.min_gain:
+            out += f" min_gain={self.min_gain:g}"
         return out
 
     def digest(self) -> str:

@@ -155,13 +155,14 @@ def test_decisions_cached_for_a_cluster_apply_while_it_is_down(builder, monkeypa
     from superopt.judge.ptxas import ptxas_version
     from superopt.search.rules import all_pass_names     # the key's passes
     from superopt.store.cache import decision_key
+    from superopt.search.options import SearchOptions     # the default least gain is in the key
     from superopt.specs.sources import explicit_specs_key
     module = ptx_ir.parse(PTX)
     for fn in module.kernels:
         explicit = explicit_specs_key(module, fn.name, source=SRC, settings=Settings())   # the user's specs are in the key
         tool = f"{ptxas_version()} explicit={explicit}" if explicit else ptxas_version()
         key = decision_key(kernel_text=ptx_ir.printer.emit_function(fn), globals_text=_globals_text(module),
-                           target="sm_90", tool=f"{tool} gpu=Dry GPU", policy="exact",
+                           target="sm_90", tool=f"{tool} gpu=Dry GPU min_gain={SearchOptions.min_gain:g}", policy="exact",
                            passes=all_pass_names())
         DecisionCache().put(key, {"kernel": fn.name, "plan": [], "status": "kept-baseline"})
     monkeypatch.setenv("NVCC_PLUS_CLUSTER", address)

@@ -196,6 +196,34 @@ def test_module_cache_and_lockfile(tmp_path, monkeypatch):
     assert locked.records["kernels"][0]["status"] == "locked"
 
 
+def test_a_cached_decision_holds_for_its_least_gain(tmp_path, monkeypatch):
+    """A rewrite cached under NVCC_PLUS_MIN_GAIN=0 (1.5%) is not applied under the default 2%:
+    the kernel is searched again there (and keeps nvcc's code); each floor then finds its own."""
+    monkeypatch.setenv("NVCC_PLUS_CACHE_DIR", str(tmp_path / "cache"))
+    text = DATA.read_text()
+    judge = ScriptedJudge(speedups={"commute": 1.015})
+
+    def build(min_gain):
+        cfg = {"passes": OPTS.passes, **({} if min_gain is None else {"min_gain": min_gain})}
+        return optimize_module(text, settings=Settings.from_config(cfg), kernels=[KERNEL], judge=judge,
+                               spec_for=lambda m, k: ([{"x": 1}], "test"))
+    no_floor = build(0)
+    assert no_floor.changed and no_floor.records["kernels"][0]["status"] == "optimized"
+    calls = judge.calls
+    again = build(0)
+    assert judge.calls == calls and again.ptx == no_floor.ptx
+    assert again.records["kernels"][0]["status"] == "cached"
+    floor = build(None)                               # the default 2%: searched again, nvcc's code kept
+    assert judge.calls > calls and not floor.changed
+    assert floor.records["kernels"][0]["status"] == "kept-baseline"
+    assert floor.records["kernels"][0]["decision_keys"]["cache"] != no_floor.records["kernels"][0]["decision_keys"]["cache"]
+    calls = judge.calls
+    floor_again = build(None)
+    assert judge.calls == calls and not floor_again.changed
+    assert floor_again.records["kernels"][0]["status"] == "cached"
+    assert build(0).ptx == no_floor.ptx and judge.calls == calls          # the 0% entry is still there
+
+
 def test_reports_render_and_gate():
     judge = ScriptedJudge(speedups={"commute": 1.25})
     res = search_kernel(module(), KERNEL, [{"x": 1}], target="sm_90", options=OPTS, judge=judge)

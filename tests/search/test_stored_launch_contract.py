@@ -15,6 +15,7 @@ from superopt.judge.launch_contract import contract_problem
 from superopt.decide.run import globals_text as _globals_text
 from superopt.optimize import optimize_module
 from superopt.config.resolved import Settings
+from superopt.search.options import SearchOptions
 from superopt.search.candidates import Step, apply_plan, text_hash
 from superopt.store.cache import DecisionCache, decision_key
 from superopt.specs.sources import SpecChoice
@@ -96,6 +97,7 @@ def test_tampered_cache_entry_is_refused_and_named(tmp_path, env):
     tool = ptxas_version() + (f" model={model_identity()}" if model_identity() else "")
     explicit = explicit_specs_key(module, SAXPY, source=None, settings=Settings.from_config({**CFG, "kernels": EXPLICIT}))
     tool = f"{tool} explicit={explicit}" if explicit else tool      # the user's specs are in the key
+    tool += f" min_gain={SearchOptions().min_gain:g}"                 # and the least gain
     key = decision_key(kernel_text=ptx_ir.printer.emit_function(module.function(SAXPY)),
                        globals_text=_globals_text(module), target=module.target[0], tool=tool,
                        policy="exact", passes=CFG["passes"])
