@@ -13,8 +13,10 @@ runs up to :data:`~superopt.judge.inputs.MAX_ALIAS_LAYOUTS` aliased layouts
 size in place, at +1 and at -1 element, and on the middle of a larger input. One allocation holds
 both views, guard zones around the union; where they overlap, the input's data is what both
 views start from (:func:`superopt.judge.inputs.normalize_alias`). They run at the smallest launch
-of the sets nvcc's code ran cleanly on, and a layout on which nvcc's code is not usable there
-runs again with one thread doing the work (:func:`superopt.judge.inputs.one_thread_sizes`).
+of the sets nvcc's code ran cleanly on, and a layout on which nvcc's code is not usable there, or
+whose views do not overlap there, runs again with one thread doing the work
+(:func:`superopt.judge.inputs.one_thread_sizes`; on a GPU the other way round), and one that
+overlaps at neither at the cheapest set nvcc's code ran cleanly on where it does.
 
 The rule (:func:`run_baseline_layouts`, :func:`judge_candidate`): nvcc's code runs each aliased
 set :data:`BASELINE_RUNS` times (on the emulator under other warp schedules and block orders each
@@ -122,12 +124,15 @@ def _run_all(be, ptx: str, spec, sets: list, timeout, groups: list | None = None
             return res
 
 
+def _cost(s: InputSet) -> tuple:
+    """Threads launched, then bytes: what a set costs to run."""
+    rs = s.spec
+    return (math.prod(rs.grid) * rs.threads, sum(b.nbytes for b in rs.buffers))
+
+
 def _smallest(spec, sets: list, valid: list) -> dict:
     """Scalar values of the valid set with the fewest threads launched (then the fewest bytes)."""
-    def cost(i):
-        rs = sets[i].spec
-        return (math.prod(rs.grid) * rs.threads, sum(b.nbytes for b in rs.buffers), i)
-    return dict(sets[min(valid, key=cost)].scalars)
+    return dict(sets[min(valid, key=lambda i: (*_cost(sets[i]), i))].scalars)
 
 
 @functools.lru_cache(maxsize=64)
@@ -218,17 +223,22 @@ def run_baseline_layouts(baseline_ptx: str, spec, be, policy, seed: int, sets: l
             info["layouts"].append(entry)
         return dropped_here, judged_here
 
-    for ov in sizes:
-        if not pending:
-            break
-        made = []
-        for k in pending:
+    overlapped: set[int] = set()          # layouts whose views overlapped at a size tried
+
+    def try_at(ov: dict, todo: list) -> list:
+        """Judge the layouts ``todo`` at the sizes ``ov``; those to try at the next sizes: nvcc's
+        code not usable there, or the views not overlapping there."""
+        nonlocal index
+        made, apart = [], []
+        for k in todo:
             s = aliased_set(spec, seed, index, ov, layouts[k], rng)
             index += 1
             if s is None:
                 info["layouts"].append({"layout": layouts[k].describe(), "scalars": dict(ov), "status": "dropped",
                                         "why": f"the views do not overlap at {_sizes_of(ov)}"})
+                apart.append(k)
                 continue
+            overlapped.add(k)
             made.append((k, s, _reruns(s, rng)))
         still, judged_now = judge_batch(made)
         if floats and judged_now:
@@ -244,7 +254,31 @@ def run_baseline_layouts(baseline_ptx: str, spec, be, policy, seed: int, sets: l
                 if s is not None:
                     again.append((k, s, _reruns(s, rng)))
             judge_batch(again, draw="the spec's values of the float scalars")
-        pending = still
+        return sorted(still + apart)
+
+    for ov in sizes:
+        if not pending:
+            break
+        pending = try_at(ov, pending)
+    apart_everywhere = [k for k in pending if k not in overlapped]
+    if apart_everywhere:
+        # Views that overlap at none of those sizes (a 256-bin histogram onto the middle of an
+        # image of 29 bytes) overlap at a larger set's: the cheapest valid set where they do.
+        # Without it such a layout is judged nowhere at an inferred spec (and a build with a
+        # capture runs it at the captured size instead: 4 s for 128 MiB, 2026-12-07)
+        for i in sorted(valid, key=lambda i: _cost(sets[i])):
+            ov = {k: v for k, v in sets[i].scalars.items() if k not in floats}
+            if ov in sizes:
+                continue
+            fits = [k for k in apart_everywhere if layouts[k].at(sets[i].spec) is not None]
+            if not fits:
+                continue
+            sizes.append(ov)
+            info["sizes"].append(dict(ov))
+            try_at(ov, fits)
+            apart_everywhere = [k for k in apart_everywhere if k not in overlapped]
+            if not apart_everywhere:
+                break
     firsts = [e for e in info["layouts"] if not e.get("draw")]    # a layout's second draws apart
     seconds_judged = [e for e in info["layouts"] if e.get("draw") and e["status"] == "judged"]
     judged = [e for e in firsts if e["status"] == "judged"]
@@ -259,7 +293,8 @@ def run_baseline_layouts(baseline_ptx: str, spec, be, policy, seed: int, sets: l
     if seconds_judged:
         parts.append(f"{len(seconds_judged)} of them also with the spec's values of the float scalars")
     if retried:
-        parts.append(f"{len(retried)} of them at the second sizes ({_sizes_of(sizes[-1])}) only, not usable at the "
+        later = "; ".join(_sizes_of(ov) for ov in sizes[1:])
+        parts.append(f"{len(retried)} of them at later sizes ({later}) only, not usable or not overlapping at the "
                      f"first ({_sizes_of(sizes[0])})")
     if dropped:
         parts.append(f"{len(dropped)} dropped (" + "; ".join(f"{e['layout']}: {e['why']}" for e in dropped) + ")")

@@ -281,6 +281,46 @@ def test_reused_baseline_keeps_its_aliased_runs():
     assert "aliased_baseline" not in again.evidence["phase_seconds"]     # nvcc's runs were not made again
 
 
+# ---------------------------------------------------------------- the sizes a layout runs at
+
+# 64 bins at the middle of x (n=192: +64 elements, where each bin's own loop reads it back) and
+# an n=48 at which x is smaller than the bins: the cheapest set has no middle
+BINS = spec("bins64", [1, 1, 1], [1, 1, 1], [buf("x", "f32", "n"), buf("bins", "f32", 64, "out"),
+                                             scalar("n", "s32", 192, values=[48])], vary_sizes=False)
+
+
+class _GpuOrder(EmulatorBackend):
+    """The emulator with a GPU's word that it does not choose the schedule: the aliased layouts
+    run at the one-thread sizes first, as on a GPU (superopt.judge.alias_check)."""
+    not_chosen = ("the order in which blocks run and the warp schedule (the hardware's)",)
+
+
+@pytest.mark.parametrize("backend", [EmulatorBackend, _GpuOrder])
+def test_a_layout_apart_at_the_cheapest_set_runs_at_a_larger_one(backend):
+    """The middle layout has no overlap at n=48; at n=192 it shows the restrict-compiled body wrong
+    (its bins kept in registers while they overlap x). Before: dropped at n=48 and accepted."""
+    v = check(BASE, ptx("restrict"), BINS, backend=backend(), policy="exact", sets=2, seed=3)
+    assert v.status == REJECTED and "middle of x" in v.reason, v.reason
+    info = v.evidence["aliasing"]
+    assert info["sizes"] == [{"n": 48}, {"n": 192}]
+    middle = [e for e in info["layouts"] if "middle" in e["layout"]]
+    assert [(e["status"], e["scalars"]) for e in middle] == [("dropped", {"n": 48}), ("judged", {"n": 192})]
+    assert "not overlapping at the first (n=48)" in " ".join(v.evidence["notes"])
+    base = check(BASE, BASE, BINS, backend=backend(), policy="exact", sets=2, seed=3)
+    assert base.status == ACCEPTED and base.evidence["aliasing"]["judged"] == 6
+
+
+def test_gpu_order_runs_layouts_apart_at_one_thread_at_the_next_sizes():
+    """At the one-thread size (m=1) W at -1 element and W ending on H's first share nothing with
+    A; they run at the smallest set's sizes next (before: dropped after the first size)."""
+    v = check(BASE, BASE, MATVEC, backend=_GpuOrder(), policy="exact", sets=2, seed=3)
+    info = v.evidence["aliasing"]
+    assert info["sizes"][0] == {"m": 1, "n": info["sizes"][1]["n"]} and info["sizes"][1]["m"] > 1
+    for kind in ("at -1 element", "ending on the first element"):
+        tried = [e["scalars"]["m"] for e in info["layouts"] if kind in e["layout"]]
+        assert tried[0] == 1 and len(tried) == 2 and tried[1] > 1, (kind, tried)
+
+
 # ---------------------------------------------------------------- where the layouts run (cost)
 
 def test_baseline_aliased_runs_made_only_when_a_check_needs_them():

@@ -57,3 +57,13 @@ extern "C" __global__ void scale4(const float4* x, float4* y, int n) {
     float4 a = x[i], b = y[i];
     y[i] = make_float4(2.0f * a.x + b.x, 2.0f * a.y + b.y, 2.0f * a.z + b.z, 2.0f * a.w + b.w);
 }
+
+// 64 strided sums by one thread, zeroed first and summed in place (nvcc reloads the bins: they
+// may alias x; -restrict keeps each in a register and drops the zeroing). The 256-byte bins lie
+// in the middle of x only once x is larger (n > 64): the aliased layouts' sizes are chosen so.
+extern "C" __global__ void bins64(const float* x, float* bins, int n) {
+    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+    for (int b = 0; b < 64; b++) bins[b] = 0.0f;
+    for (int b = 0; b < 64; b++)
+        for (int i = b; i < n; i += 64) bins[b] += x[i];
+}
