@@ -63,3 +63,13 @@ def test_a_float4_kernel_never_faults_on_its_layouts_on_a_gpu(gpu):
     info = v.evidence["aliasing"]
     assert info["alignment_bytes"] == 16 and info["judged"] >= 1
     assert not [x for x in info["layouts"] if "crash" in (x.get("why") or "")], info["layouts"]
+
+
+def test_a_layout_apart_at_the_cheapest_set_runs_at_a_larger_one_on_a_gpu(gpu):
+    """bins64 (one thread): the bins on the middle of x overlap at n=192, not at n=48; the
+    restrict-compiled body is rejected there on the GPU as on the emulator."""
+    from tests.judge.test_judge_aliasing import BINS
+    w = check(BASE, ptx("restrict"), BINS, backend=gpu, sets=2, seed=3)
+    assert w.status == REJECTED and "middle of x" in w.reason, w.summary()
+    v = check(BASE, BASE, BINS, backend=gpu, sets=2, seed=3)
+    assert v.status == ACCEPTED and v.evidence["aliasing"]["judged"] == 6, v.summary()
