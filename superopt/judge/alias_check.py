@@ -15,8 +15,10 @@ both views, guard zones around the union; where they overlap, the input's data i
 views start from (:func:`superopt.judge.inputs.normalize_alias`). They run at the smallest launch
 of the sets nvcc's code ran cleanly on, and a layout on which nvcc's code is not usable there, or
 whose views do not overlap there, runs again with one thread doing the work
-(:func:`superopt.judge.inputs.one_thread_sizes`; on a GPU the other way round), and one that
-overlaps at neither at the cheapest set nvcc's code ran cleanly on where it does.
+(:func:`superopt.judge.inputs.one_thread_sizes`), and one that overlaps at neither at the
+cheapest set nvcc's code ran cleanly on where it does. On a GPU (the hardware picks the schedule)
+the one-thread size comes first and a layout it cannot form is left to the emulator's check of the
+candidate to keep (``left_to_emulator``): at larger sizes nvcc's runs can agree where threads race.
 
 The rule (:func:`run_baseline_layouts`, :func:`judge_candidate`): nvcc's code runs each aliased
 set :data:`BASELINE_RUNS` times (on the emulator under other warp schedules and block orders each
@@ -254,14 +256,26 @@ def run_baseline_layouts(baseline_ptx: str, spec, be, policy, seed: int, sets: l
                 if s is not None:
                     again.append((k, s, _reruns(s, rng)))
             judge_batch(again, draw="the spec's values of the float scalars")
+        if not schedules_chosen:
+            # On a GPU only the one-thread size is free of races between threads; at a larger
+            # size nvcc's runs can agree by the hardware's schedule where its threads race (a
+            # transpose's output whose first element is its input's last: a race between the
+            # first and the last block), and a faster candidate's other order would be rejected
+            # for it (stage-stores on the economy bench's transposeNaive, 6.35x, 2026-12-07).
+            # A layout the one-thread size cannot form is the emulator's to judge, under
+            # schedules it chooses (the candidate to keep: superopt.search.loop._emulator_shadow)
+            left.extend(k for k in apart if k not in left)
+            return sorted(still)
         return sorted(still + apart)
 
+    schedules_chosen = not getattr(be, "not_chosen", ())
+    left: list[int] = []             # layouts left to the emulator's check (a GPU)
     for ov in sizes:
         if not pending:
             break
         pending = try_at(ov, pending)
     apart_everywhere = [k for k in pending if k not in overlapped]
-    if apart_everywhere:
+    if apart_everywhere and schedules_chosen:
         # Views that overlap at none of those sizes (a 256-bin histogram onto the middle of an
         # image of 29 bytes) overlap at a larger set's: the cheapest valid set where they do.
         # Without it such a layout is judged nowhere at an inferred spec (and a build with a
@@ -298,6 +312,12 @@ def run_baseline_layouts(baseline_ptx: str, spec, be, policy, seed: int, sets: l
                      f"first ({_sizes_of(sizes[0])})")
     if dropped:
         parts.append(f"{len(dropped)} dropped (" + "; ".join(f"{e['layout']}: {e['why']}" for e in dropped) + ")")
+    left = [k for k in left if k not in overlapped]
+    if left:
+        info["left_to_emulator"] = [layouts[k].describe() for k in left]
+        parts.append(f"{len(left)} not formed at {_sizes_of(sizes[0])} left to the CPU emulator's check of the "
+                     f"candidate to keep (at larger sizes threads can race, and a GPU's agreeing runs show no "
+                     f"behaviour to keep)")
     ev["notes"].append("buffers that overlap: " + ", ".join(parts))
     ev.setdefault("phase_seconds", {})["aliased_baseline"] = info["seconds"]
     return out if out.sets else None

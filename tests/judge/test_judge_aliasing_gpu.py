@@ -65,11 +65,11 @@ def test_a_float4_kernel_never_faults_on_its_layouts_on_a_gpu(gpu):
     assert not [x for x in info["layouts"] if "crash" in (x.get("why") or "")], info["layouts"]
 
 
-def test_a_layout_apart_at_the_cheapest_set_runs_at_a_larger_one_on_a_gpu(gpu):
-    """bins64 (one thread): the bins on the middle of x overlap at n=192, not at n=48; the
-    restrict-compiled body is rejected there on the GPU as on the emulator."""
+def test_a_layout_one_thread_cannot_form_is_left_to_the_emulator_on_a_gpu(gpu):
+    """bins64 (one thread): the bins on the middle of x overlap at n=192, not at n=48. On the GPU
+    the layout is not run at a larger size (there threads could race unseen) and is named the
+    emulator's; nvcc's code is judged on the other five."""
     from tests.judge.test_judge_aliasing import BINS
-    w = check(BASE, ptx("restrict"), BINS, backend=gpu, sets=2, seed=3)
-    assert w.status == REJECTED and "middle of x" in w.reason, w.summary()
     v = check(BASE, BASE, BINS, backend=gpu, sets=2, seed=3)
-    assert v.status == ACCEPTED and v.evidence["aliasing"]["judged"] == 6, v.summary()
+    assert v.status == ACCEPTED and v.evidence["aliasing"]["judged"] == 5, v.summary()
+    assert [x for x in v.evidence["aliasing"]["left_to_emulator"] if "middle of x" in x]
