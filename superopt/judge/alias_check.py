@@ -191,7 +191,8 @@ def run_baseline_layouts(baseline_ptx: str, spec, be, policy, seed: int, sets: l
             info["one_thread"] = f"not proven in bounds: {why}"
             one = None
     sizes = [small] + ([one] if one is not None else [])
-    if getattr(be, "not_chosen", ()) and one is not None:
+    schedules_chosen = not getattr(be, "not_chosen", ())
+    if not schedules_chosen and one is not None:
         # a GPU chooses its own schedule: nvcc's runs may agree on a layout where its threads
         # race, and a candidate's other timing then gives another outcome. There the one-thread
         # launch (no thread to race with) comes first; the kept candidate's emulator check
@@ -256,20 +257,15 @@ def run_baseline_layouts(baseline_ptx: str, spec, be, policy, seed: int, sets: l
                 if s is not None:
                     again.append((k, s, _reruns(s, rng)))
             judge_batch(again, draw="the spec's values of the float scalars")
-        if not schedules_chosen:
-            # On a GPU only the one-thread size is free of races between threads; at a larger
-            # size nvcc's runs can agree by the hardware's schedule where its threads race (a
-            # transpose's output whose first element is its input's last: a race between the
-            # first and the last block), and a faster candidate's other order would be rejected
-            # for it (stage-stores on the economy bench's transposeNaive, 6.35x, 2026-12-07).
-            # A layout the one-thread size cannot form is the emulator's to judge, under
-            # schedules it chooses (the candidate to keep: superopt.search.loop._emulator_shadow)
-            left.extend(k for k in apart if k not in left)
-            return sorted(still)
-        return sorted(still + apart)
+        # On a GPU only the one-thread size is free of races between threads; at a larger size
+        # nvcc's runs can agree by the hardware's schedule where its threads race (a transpose's
+        # output whose first element is its input's last: a race between the first and the last
+        # block), and a faster candidate's other order would be rejected for it (stage-stores on
+        # the economy bench's transposeNaive, 6.35x, 2026-12-07). A layout the first size cannot
+        # form is the emulator's to judge there, under schedules it chooses (the candidate to
+        # keep: superopt.search.loop._emulator_shadow)
+        return sorted(still + (apart if schedules_chosen else []))
 
-    schedules_chosen = not getattr(be, "not_chosen", ())
-    left: list[int] = []             # layouts left to the emulator's check (a GPU)
     for ov in sizes:
         if not pending:
             break
@@ -312,7 +308,7 @@ def run_baseline_layouts(baseline_ptx: str, spec, be, policy, seed: int, sets: l
                      f"first ({_sizes_of(sizes[0])})")
     if dropped:
         parts.append(f"{len(dropped)} dropped (" + "; ".join(f"{e['layout']}: {e['why']}" for e in dropped) + ")")
-    left = [k for k in left if k not in overlapped]
+    left = [] if schedules_chosen else [k for k in range(len(layouts)) if k not in overlapped]
     if left:
         info["left_to_emulator"] = [layouts[k].describe() for k in left]
         parts.append(f"{len(left)} not formed at {_sizes_of(sizes[0])} left to the CPU emulator's check of the "
