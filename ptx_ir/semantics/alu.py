@@ -15,6 +15,7 @@ import numpy as np
 
 from ptx_ir.nodes import Imm, Instruction, TYPE_NAMES
 from ptx_ir.semantics import convert, floatops, fp, integer
+from ptx_ir.semantics import stand_ins as stand_ins_mod
 from ptx_ir.semantics.errors import Unsupported
 from ptx_ir.semantics.types import has_natural_dtype, is_float, natural_dtype, type_bits
 
@@ -128,7 +129,10 @@ def _fma(t, mods, inst):
     return x2(g, fmt) if t.endswith("x2") else g
 
 
-def decode_alu(inst: Instruction) -> AluSpec | None:
+def decode_alu(inst: Instruction, stand_ins: bool = False) -> AluSpec | None:
+    """``inst`` as a function of its source arrays (None for what is not register-to-register).
+    ``stand_ins``: the approximate float instructions, refused otherwise, computed by
+    :mod:`ptx_ir.semantics.stand_ins` (deterministic, not the GPU's values)."""
     op = inst.opcode
     mods = inst.modifiers
     if op in NON_ALU:
@@ -233,6 +237,8 @@ def decode_alu(inst: Instruction) -> AluSpec | None:
         if not is_float(t):
             return AluSpec([t], [t, t], integer.div)
         if ".approx" in mods or ".full" in mods:
+            if stand_ins:
+                return AluSpec([t], [t, t], stand_ins_mod.div(t, ".ftz" in mods))
             raise Unsupported(text)
         mode = _mode(mods, None)
         need(mode is not None)
@@ -396,6 +402,8 @@ def decode_alu(inst: Instruction) -> AluSpec | None:
     # ---------------------------------------------------------------- float unary
     if op in ("sqrt", "rcp"):
         if ".approx" in mods:
+            if stand_ins:
+                return AluSpec([t], [t], stand_ins_mod.unary(op, t, ".ftz" in mods))
             raise Unsupported(text)
         mode = _mode(mods, None)
         need(mode is not None)
@@ -408,6 +416,8 @@ def decode_alu(inst: Instruction) -> AluSpec | None:
             return AluSpec([t], [t], lambda a: f(a, mode))
         raise Unsupported(text)
     if op in ("rsqrt", "sin", "cos", "lg2", "ex2", "tanh"):
+        if stand_ins and ".approx" in mods:
+            return AluSpec([t], [t], stand_ins_mod.unary(op, t, ".ftz" in mods))
         raise Unsupported(text)   # approximate on the GPU: not bit-reproducible here
     raise Unsupported(text)
 

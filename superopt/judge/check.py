@@ -114,7 +114,7 @@ from superopt.judge import alias_check, atomic_judge, size_proof
 from superopt.judge.backends.base import Backend, BackendUnavailable, get_backend
 from superopt.judge.inputs import (POISONS, InputSet, candidate_poison, complement_poison, fresh_seed, input_plan,
                                    is_nan_bits, make_input_set, make_rng, snapshot_array, work_growth)
-from superopt.judge.phases import measured
+from superopt.judge.phases import measured, phase
 from superopt.judge.policy import EXACT, Policy  # noqa: F401 - the check's policies, re-exported
 from superopt.specs.launch_spec import Buffer, Bytes, ElemType, LaunchSpec, SpecError
 
@@ -1191,7 +1191,8 @@ def _judge_candidate(bl: BaselineRuns, candidate_ptx: str, be: Backend, launch_t
     ev["candidate_poisons"] = poisons
     n_main = len(csets)
     # the aliased sets come last in the same module load: a fault there leaves the others' results
-    acsets = alias_check.candidate_sets(aliased, policy, rng) if aliased is not None and bl.atomic is None else []
+    aks, acsets = (alias_check.candidate_sets(aliased, policy, rng) if aliased is not None and bl.atomic is None
+                   else ([], []))
     acres: list = []
     phases["candidate_inputs"] = round(time.monotonic() - t_phase, 4)
     t_phase = time.monotonic()
@@ -1285,7 +1286,18 @@ def _judge_candidate(bl: BaselineRuns, candidate_ptx: str, be: Backend, launch_t
                               dst.get("max_abs_diff"), dst.get("max_ulp_diff"))
                 return done(REJECTED, f"output differs: {mm.describe()}", mm)
     if acsets:
-        why = alias_check.judge_candidate(aliased, acsets, acres, policy, bl.guard_reads, cand_timeout)
+        confirm = None
+        if getattr(be, "not_chosen", ()):
+            # a GPU's agreeing runs of nvcc's code where threads race are no behaviour to keep:
+            # a rejection there is confirmed under the emulator's schedules (off the GPU)
+            crng = make_rng(fresh_seed(), 0xC0F1)
+
+            def confirm(s):
+                with phase("alias_confirm"):
+                    return alias_check.emulator_race(bl.baseline_ptx, spec, s, policy, crng)
+        why = alias_check.judge_candidate(aliased, aks, acsets, acres, policy, bl.guard_reads, cand_timeout,
+                                          confirm=confirm)
+        alias_check.note_racy(aliased, ev)
         if why:
             return done(REJECTED, why[0], why[1])
     phases["candidate_compare"] = round(time.monotonic() - t_phase, 4)
@@ -1309,8 +1321,11 @@ def _judge_candidate(bl: BaselineRuns, candidate_ptx: str, be: Backend, launch_t
         ev["atomic_log"]["candidate_records"] = n
     if acsets:
         ev["aliasing"]["candidate_launches"] = len(acsets)
+        judged = len(aliased.active())
         also += (f"; {'identical' if policy.exact else f'within {policy}'} with buffers that overlap on "
-                 f"{len(aliased.sets)} aliased layouts ({len(acsets)} launches)")
+                 f"{judged} aliased layouts ({len(acsets)} launches"
+                 + (f"; {len(aliased.racy)} more dropped: nvcc's code races there on the CPU emulator"
+                    if aliased.racy else "") + ")")
     return done(ACCEPTED, (f"identical on {len(valid)} input sets ({n_launch} candidate launches)"
                            if policy.exact else f"within {policy} on {len(valid)} input sets"
                            f" ({n_launch} candidate launches)") + also)

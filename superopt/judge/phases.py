@@ -28,6 +28,8 @@ PHASES = {
     "gpu_check": "the GPU's part of the checks (the runs, holding the GPU)",
     "emulator": "runs on the CPU emulator (checks and the shadow check)",
     "shadow": "the emulator's shadow check of the candidate to keep",
+    "alias_confirm": "the CPU emulator running nvcc's code on an aliased layout where a GPU's check rejected a "
+                     "candidate (whether its threads race there: superopt.judge.alias_check.emulator_race)",
     "timing": "timings, whole",
     "gpu_time": "the GPU's part of the timings (holding the GPU alone)",
     "sanitize": "compute-sanitizer on the candidate to keep (its launches hold the GPU as checks do)",

@@ -330,6 +330,81 @@ def test_on_a_gpu_a_layout_one_thread_cannot_form_is_left_to_the_emulator():
         assert [x for x in m["left_to_emulator"] if kind in x]
 
 
+class _GpuTiming(_GpuOrder):
+    """A GPU as the economy bench's H100 behaved: nvcc's runs of an aliased set all take one
+    schedule (its agreeing runs hide the race its threads have there) and another kernel's code,
+    though the same instructions, takes another (other registers, other timing)."""
+
+    def __init__(self, baseline: str, tables: bool = False):
+        super().__init__(stand_ins=tables)      # tables: approximate instructions as a GPU's own
+        self.baseline, self._other = baseline, False
+
+    def run_many(self, ptx, spec, input_sets, **kw):
+        self._other = ptx != self.baseline
+        return super().run_many(ptx, spec, input_sets, **kw)
+
+    def alias_plan(self, run):
+        return {"schedule": "warps-down", "block_order": "down", "min_chunks": 4} if self._other \
+            else {"schedule": "warps-up"}
+
+
+FIXED_AXPY = spec("axpy_mul", [64, 1, 1], ["cdiv(n, 64)", 1, 1],
+                  [buf("x", "f32", "n"), buf("y", "f32", "n", "inout"), buf("z", "f32", "n", "out"),
+                   scalar("a", "f32", 1.5), scalar("n", "s32", 100)], vary_sizes=False)
+
+
+def test_on_a_gpu_a_rejection_where_nvccs_threads_race_is_confirmed_on_the_emulator():
+    """At fixed sizes (no one-thread launch) a GPU runs the aliased layouts where threads race;
+    the same code under other launch bounds (an occupancy candidate) then "differs" by timing
+    alone (rowops' layernorm lost 1.28x so on an H100, 2026-12-07). The emulator's schedules show
+    nvcc's own results differ there: the layouts are dropped and the candidate judged on the
+    rest. Before: rejected on "out aliased onto in"."""
+    same = _edit(BASE, "stencil2", ")\n{", ")\n.maxnreg 32\n{")
+    assert one_thread_sizes(STENCIL, {"n": 100}) is None
+    v = check(BASE, same, STENCIL, backend=_GpuTiming(BASE), policy="exact", sets=2, seed=3)
+    assert v.status == ACCEPTED, v.reason
+    info = v.evidence["aliasing"]
+    dropped = info["dropped_on_emulator"]
+    assert dropped and all("nvcc's results differ between its runs" in d["why"] for d in dropped)
+    assert "CPU emulator" in " ".join(v.evidence["notes"])
+    assert "more dropped: nvcc's code races there on the CPU emulator" in v.reason
+    # without the GPU's word (the emulator chooses): those layouts were dropped before any candidate
+    e = check(BASE, same, STENCIL, backend=EmulatorBackend(), policy="exact", sets=2, seed=3)
+    assert e.status == ACCEPTED and "dropped_on_emulator" not in e.evidence["aliasing"]
+
+
+ROWNORM = spec("rownorm", [64, 1, 1], [5, 1, 1],
+               [buf("in", "f32", "rows*cols"), buf("out", "f32", "rows*cols", "out"),
+                scalar("rows", "s32", 9), scalar("cols", "s32", 40)], vary_sizes=False)
+
+
+def test_a_layernorms_races_show_on_the_emulator_through_its_stand_ins():
+    """rownorm (a layernorm's shape) has rsqrt.approx, which the emulator refuses when it judges
+    (not the GPU's values) and runs by stand-ins where nvcc's code is only compared with itself:
+    the occupancy-like candidate the GPU's timing "rejects" on the shifted layouts is accepted,
+    those layouts dropped as races, the in-place one (a warp reads and writes its own row)
+    still judged; the refused instruction is why the emulator alone cannot judge it."""
+    same = _edit(BASE, "rownorm", ")\n{", ")\n.maxnreg 40\n{")
+    v = check(BASE, same, ROWNORM, backend=_GpuTiming(BASE, tables=True), policy="exact", sets=2, seed=7)
+    assert v.status == ACCEPTED, v.reason
+    info = v.evidence["aliasing"]
+    racy = {d["layout"] for d in info["dropped_on_emulator"]}
+    assert "out aliased onto in at +1 element" in racy and "out aliased onto in at -1 element" in racy
+    assert not any("in place" in x for x in racy)
+    plain = check(BASE, BASE, ROWNORM, backend=EmulatorBackend(), policy="exact", sets=2, seed=7)
+    assert plain.status != ACCEPTED and "rsqrt.approx" in plain.reason, plain.reason
+
+
+def test_on_a_gpu_a_rejection_where_nvccs_code_is_deterministic_stands():
+    """In place (y on x) each thread reads and writes its own elements: no race, and the
+    restrict-compiled body (x reused after the store to y) is wrong there. The emulator's runs
+    of nvcc's code agree, so the GPU's rejection stands, and says the emulator confirmed it."""
+    v = check(BASE, ptx("restrict"), FIXED_AXPY, backend=_GpuTiming(BASE), policy="exact", sets=2, seed=5)
+    assert v.status == REJECTED and "when buffers overlap" in v.reason, v.reason
+    assert "runs of nvcc's code agree there" in v.reason
+    assert v.evidence["aliasing"]["confirmed_on_emulator"]
+
+
 def test_the_emulator_runs_layouts_apart_at_one_thread_at_the_other_sizes():
     """On the emulator (it chooses the schedules: races show) every layout runs at each size until
     it is judged; MATVEC's layouts W at -1 and W ending on H's first, apart at m=1, run at the

@@ -183,8 +183,11 @@ class EmulatorBackend(Backend):
     aliasing = True
 
     def __init__(self, *, fma_contraction: str = "auto", chunk_lanes: int | None = None,
-                 default_timeout: float = DEFAULT_LAUNCH_TIMEOUT):
+                 default_timeout: float = DEFAULT_LAUNCH_TIMEOUT, stand_ins: bool = False):
         self.fma_contraction = fma_contraction
+        # approximate float instructions by stand-ins (superopt.judge.emulator.runner.LoadedModule):
+        # only where nvcc's code is compared with itself (superopt.judge.alias_check.emulator_race)
+        self.stand_ins = stand_ins
         self.chunk_lanes = chunk_lanes
         self.default_timeout = default_timeout
         self.lane_splits = True
@@ -206,6 +209,11 @@ class EmulatorBackend(Backend):
 
     def available(self) -> tuple[bool, str]:
         return True, "CPU emulator (numpy SIMT)"
+
+    def alias_plan(self, run: int) -> dict:
+        """The schedule of the ``run``-th launch of an aliased set in one call
+        (:func:`alias_launch_plan`; a test's stand-in for a GPU fixes it instead)."""
+        return alias_launch_plan(run, self.lane_splits)
 
     def large_target(self):
         """The CPU's large set (indices past 2^17), within this emulator's size caps."""
@@ -238,7 +246,7 @@ class EmulatorBackend(Backend):
         if too_big:
             return [RunResult("unsupported", error=too_big) for _ in range(n)]
         try:
-            dev = LoadedModule(ptx, fma_contraction=self.fma_contraction)
+            dev = LoadedModule(ptx, fma_contraction=self.fma_contraction, stand_ins=self.stand_ins)
         except ParseError as e:
             return [RunResult("launch_error", error=f"PTX does not parse: {e}") for _ in range(n)]
         except Unsupported as e:
@@ -323,7 +331,7 @@ class EmulatorBackend(Backend):
                 t0 = time.perf_counter()
                 kw = {"chunk_lanes": self.chunk_lanes} if self.chunk_lanes else {}
                 if alias is not None:
-                    kw.update(alias_launch_plan(seen[s.index], self.lane_splits))
+                    kw.update(self.alias_plan(seen[s.index]))
                 else:
                     kw.update(launch_plan(s.index, fill, across_warps, cross_block, grid, block, self.lane_splits))
                 stats = dev.launch(spec.kernel, grid, block, params, shared_bytes=int(rs.shared_bytes),

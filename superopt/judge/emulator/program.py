@@ -753,7 +753,7 @@ class FnCtx:
 
     # ------------------------------------------------------------------ ALU
     def c_alu(self, inst, text):
-        spec = decode_alu(inst)
+        spec = decode_alu(inst, stand_ins=getattr(self.prog.loaded, "stand_ins", False))
         if spec is None:
             raise Unsupported(text)
         ops = list(inst.operands)

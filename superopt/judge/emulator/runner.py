@@ -59,15 +59,20 @@ class LoadedModule:
     ``"separate"`` assumes ptxas keeps them apart; ``"auto"`` (default) is ``separate``
     for modules whose ``.target`` says ``debug`` (compiled without optimization: recorded
     on an H200, golden case debug_mul_add) and ``refuse`` otherwise.
+
+    ``stand_ins``: run the approximate float instructions (``rsqrt.approx``, ``div.full`` ...)
+    by deterministic stand-ins instead of refusing them: for runs compared only with runs of the
+    same code (whether its threads race), never with another program's.
     """
 
-    def __init__(self, ptx, heap: M.Heap | None = None, *, fma_contraction: str = "auto"):
+    def __init__(self, ptx, heap: M.Heap | None = None, *, fma_contraction: str = "auto", stand_ins: bool = False):
         if fma_contraction not in ("refuse", "separate", "auto"):
             raise ValueError(f"fma_contraction must be 'auto', 'refuse' or 'separate', not {fma_contraction!r}")
         self.module = ptx_ir.parse(ptx) if isinstance(ptx, str) else ptx
         if fma_contraction == "auto":
             fma_contraction = "separate" if "debug" in self.module.target else "refuse"
         self.fma_contraction = fma_contraction
+        self.stand_ins = stand_ins          # approximate float instructions by ptx_ir.semantics.stand_ins
         self.heap = heap or M.Heap()
         self.vars: dict[str, tuple] = {}
         self.func_decls = {f.name for f in self.module.functions if f.is_declaration}

@@ -67,3 +67,28 @@ extern "C" __global__ void bins64(const float* x, float* bins, int n) {
     for (int b = 0; b < 64; b++)
         for (int i = b; i < n; i += 64) bins[b] += x[i];
 }
+
+// One warp per row, a layernorm's shape (rowops in the program benchmark): its sizes fixed in
+// the spec, so no launch has one thread doing the work, and rsqrtf is an approximate
+// instruction the emulator runs only by stand-ins (where nvcc's code is compared with itself).
+// With out shifted onto in, a warp writes the first element of the next row while that row's
+// warp reads it: a race between warps.
+extern "C" __global__ void rownorm(const float* in, float* out, int rows, int cols) {
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    int row = blockIdx.x * 2 + warp;
+    if (row >= rows) return;
+    const float* x = in + (size_t)row * cols;
+    float* y = out + (size_t)row * cols;
+    float sum = 0.0f;
+    for (int c = lane; c < cols; c += 32) sum += x[c];
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    float mean = sum / cols;
+    float var = 0.0f;
+    for (int c = lane; c < cols; c += 32) {
+        float d = x[c] - mean;
+        var += d * d;
+    }
+    for (int o = 16; o > 0; o >>= 1) var += __shfl_xor_sync(0xffffffffu, var, o);
+    float rstd = rsqrtf(var / cols + 1e-5f);
+    for (int c = lane; c < cols; c += 32) y[c] = (x[c] - mean) * rstd;
+}
