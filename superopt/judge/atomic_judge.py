@@ -389,7 +389,7 @@ def _with_log(s: InputSet, words: int, zeros: np.ndarray, rng) -> InputSet:
     spec = replace(s.spec, params=[*s.spec.params,
                                    Buffer(AL.LOG_BUFFER, "u64", words, "inout", "zeros", length=words)])
     return replace(s, spec=spec, data={**s.data, AL.LOG_BUFFER: zeros},
-                   guards={**s.guards, AL.LOG_BUFFER: make_guards(rng)})
+                   guards={**s.guards, AL.LOG_BUFFER: make_guards(rng, s.misaligned)})
 
 
 def _strip(r, inst: AL.Instrumented, s: InputSet):

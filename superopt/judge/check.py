@@ -113,6 +113,7 @@ import ptx_ir
 from superopt.judge import alias_check, atomic_judge, size_proof
 from superopt.judge.backends.base import Backend, BackendUnavailable, get_backend
 from superopt.judge.inputs import (POISONS, InputSet, candidate_poison, complement_poison, fresh_seed, input_plan,
+                                   misalign, misalign_bytes,
                                    is_nan_bits, make_input_set, make_rng, snapshot_array, work_growth)
 from superopt.judge.phases import measured, phase
 from superopt.judge.policy import EXACT, Policy  # noqa: F401 - the check's policies, re-exported
@@ -631,6 +632,7 @@ def prepare_baseline_inputs(baseline_ptx: str, spec: LaunchSpec, *, backend: Uni
             if not base_sets:
                 return fail(f"cannot make inputs from the spec: {e}")
             ev["notes"].append(f"a {p.kind} set was skipped: {e}")
+    _misalign_one(base_sets, baseline_ptx, kname, spec, rng, ev)
     pinned = [s.name for s in spec.scalars if s.pinned]
     if pinned:
         ev["pinned"] = pinned          # the spec's word that the kernel may rely on these values
@@ -641,6 +643,27 @@ def prepare_baseline_inputs(baseline_ptx: str, spec: LaunchSpec, *, backend: Uni
     prepared.run2 = prepared.second_runs(base_sets)
     phases["inputs"] = round(time.monotonic() - t_phase, 4)
     return prepared
+
+
+def _misalign_one(base_sets: list, baseline_ptx: str, kname: str, spec: LaunchSpec, rng, ev: dict) -> None:
+    """Make one set misaligned (superopt.judge.inputs.misalign): every buffer a few bytes past a
+    16-byte boundary, as a pointer into an array may be. The last main set past set 0 (set 0
+    may hold the program's data), else the first tail set; none where nvcc's own accesses or
+    the buffers' elements need 16 bytes (superopt.judge.inputs.misalign_bytes)."""
+    off = misalign_bytes(spec, alias_check.access_alignment(baseline_ptx, kname))
+    if off is None or not spec.buffers:
+        return
+    if atomic_judge.AL.has_float_atomics(baseline_ptx, kname):
+        return                      # their log (a buffer of the check's, in the same set) needs alignment
+    mains = [i for i, s in enumerate(base_sets) if s.kind == "main" and i > 0]
+    tails = [i for i, s in enumerate(base_sets) if s.kind == "tail"]
+    pick = mains[-1] if mains else (tails[0] if tails else None)
+    if pick is None:
+        return
+    base_sets[pick] = misalign(base_sets[pick], off, rng)
+    ev["misaligned"] = {"set": base_sets[pick].label, "bytes": off}
+    ev["notes"].append(f"{base_sets[pick].label}: a pointer into an array may start there; nvcc's code cannot assume "
+                       f"more, and a wider access than its own needs a test at launch")
 
 
 def _run_baseline(baseline_ptx: str, spec: LaunchSpec, *, backend: Union[str, Backend],
@@ -1230,7 +1253,9 @@ def _judge_candidate(bl: BaselineRuns, candidate_ptx: str, be: Backend, launch_t
             return done(REJECTED, f"the candidate timed out on {where}: {cr.error} "
                                   f"(limit {cand_timeout:.3g} s; baseline's slowest launch {slowest * 1e3:.3g} ms)")
         if cr.status == "crash":
-            return done(REJECTED, f"the candidate crashed on {where}: {cr.error}")
+            hint = (f" (its buffers start {cs.misaligned} bytes past a 16-byte boundary there, as pointers into arrays "
+                    f"may: a wider access than nvcc's needs a test of the pointers at launch)" if cs.misaligned else "")
+            return done(REJECTED, f"the candidate crashed on {where}: {cr.error}{hint}")
         if cr.status == "launch_error":
             return done(REJECTED, f"the candidate failed to load or launch: {cr.error}"
                                   + (f"\n{cr.log}" if cr.log and cr.log not in (cr.error or "") else ""))

@@ -51,7 +51,7 @@ import numpy as np
 from superopt.specs.launch_spec import ElemType, LaunchSpec, SpecError, elem_type, eval_expr
 
 __all__ = [
-    "GUARD_BYTES", "InputSet", "fresh_seed", "make_rng", "generate", "poison", "complement_poison",
+    "GUARD_BYTES", "InputSet", "misalign", "misalign_bytes", "fresh_seed", "make_rng", "generate", "poison", "complement_poison",
     "poison_unlike", "make_guards", "make_input_set", "FLOAT_DISTS", "INT_DISTS",
     "default_distribution", "float_specials", "is_nan_bits", "size_variants", "tail_variants",
     "free_scalars", "multiple_variant", "input_plan", "snapshot_array", "extra_sizes", "large_variant",
@@ -395,9 +395,12 @@ def poison_unlike(ref: np.ndarray, et: Union[ElemType, str], rng: np.random.Gene
     return pb.view(et.dtype)
 
 
-def make_guards(rng: np.random.Generator) -> tuple[bytes, bytes]:
-    g = rng.integers(0, 256, size=2 * GUARD_BYTES, dtype=np.uint8).tobytes()
-    return g[:GUARD_BYTES], g[GUARD_BYTES:]
+def make_guards(rng: np.random.Generator, extra: int = 0) -> tuple[bytes, bytes]:
+    """Random canaries before and after a buffer: :data:`GUARD_BYTES` each, ``extra`` more in a
+    misaligned set (:func:`misalign`: the buffer then starts that far past an aligned boundary)."""
+    n = GUARD_BYTES + int(extra)
+    g = rng.integers(0, 256, size=2 * n, dtype=np.uint8).tobytes()
+    return g[:n], g[n:]
 
 
 # --------------------------------------------------------------------------- input sets
@@ -420,6 +423,9 @@ class InputSet:
     kind: str = "main"          # what the set is for: main | tail | whole blocks | large | aliased
     # an aliased set (:func:`aliased_set`): one buffer laid out inside another's allocation
     alias: "AliasLayout | None" = None
+    # a misaligned set (:func:`misalign`): every buffer starts this many bytes past an aligned
+    # boundary (its guard zones are that much longer; the allocations stay aligned)
+    misaligned: int = 0
 
     @property
     def scalars(self) -> dict:
@@ -434,14 +440,21 @@ class InputSet:
              "lengths": self.sizes(), "distributions": dict(self.distributions)}
         if self.alias is not None:
             d["alias"] = self.alias.to_dict()
+        if self.misaligned:
+            d["misaligned_bytes"] = self.misaligned
         return d
+
+    @property
+    def guard_bytes(self) -> int:
+        """The length of each guard zone of this set's buffers."""
+        return GUARD_BYTES + self.misaligned
 
     def with_outputs(self, outputs: dict[str, np.ndarray], rng: np.random.Generator, tag: str = "") -> "InputSet":
         """Same inputs, new initial output contents and fresh guard canaries (an aliased set:
         made consistent again, :func:`normalize_alias`)."""
         data = dict(self.data)
         data.update(outputs)
-        guards = {name: make_guards(rng) for name in self.guards}
+        guards = {name: make_guards(rng, self.misaligned) for name in self.guards}
         out = replace(self, data=data, guards=guards, run_tag=tag)
         return normalize_alias(out) if out.alias is not None else out
 
@@ -1209,3 +1222,30 @@ def aliased_set(spec: LaunchSpec, seed: int, index: int, overrides: dict, layout
     if g.stop <= g.first:
         return None                      # side by side at these sizes (a buffer of one element at -1)
     return normalize_alias(s)
+
+
+# --------------------------------------------------------------------------- misaligned buffers
+
+def misalign_bytes(spec: LaunchSpec, widest_access: int) -> int | None:
+    """How far past a 16-byte boundary a misaligned set starts every buffer: the least offset
+    every buffer's element and nvcc's widest access (``widest_access`` bytes) allow, or None
+    where that is 16 or more (nothing narrower than a 16-byte vector to show).
+
+    A ``float*`` parameter may point 4 bytes past a cudaMalloc'd start (``scale(x + 1, n - 1)``):
+    nvcc's code cannot assume more, and its scalar accesses run there. A candidate that reads or
+    writes it as ``float4`` without testing the pointer at launch faults there (a misaligned
+    address: on a GPU a sticky error that ends the program). Every other input set starts each
+    buffer 256-aligned, so without this set such a candidate passes."""
+    off = max([1, int(widest_access or 1)] + [b.elem.size for b in spec.buffers])
+    for b in spec.buffers:
+        off = math.lcm(off, b.elem.size)
+    return off if off < 16 else None
+
+
+def misalign(s: InputSet, off: int, rng: np.random.Generator) -> InputSet:
+    """``s`` with every buffer starting ``off`` bytes past an aligned boundary (longer front and
+    back guard zones: the same allocations on every backend), named so in its label."""
+    label = s.label[:-1] + f"; every buffer {off} bytes past a 16-byte boundary)" if s.label.endswith(")") \
+        else s.label + f" (every buffer {off} bytes past a 16-byte boundary)"
+    return replace(s, misaligned=int(off), label=label,
+                   guards={name: make_guards(rng, off) for name in s.guards})

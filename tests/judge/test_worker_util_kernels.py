@@ -14,10 +14,12 @@ SIZES = [0, 1, 7, 8, 9, 1000, 4099]
 SHAPES = [((3, 1, 1), (64, 1, 1)), ((1, 1, 1), (32, 1, 1))]
 
 
-def _differ(a: np.ndarray, b: np.ndarray, grid, block) -> int:
+def _differ(a: np.ndarray, b: np.ndarray, grid, block, shift: int = 0) -> int:
+    """``shift``: ``a`` starts that many bytes past an aligned allocation (a misaligned set's
+    buffer, superopt.judge.inputs.misalign)."""
     dev = LoadedModule(UTIL_PTX)
     n = a.nbytes
-    pa, pb, pf = dev.alloc(max(n, 1)), dev.alloc(max(n, 1)), dev.alloc(4)
+    pa, pb, pf = dev.alloc(max(n, 1) + shift) + shift, dev.alloc(max(n, 1)), dev.alloc(4)
     dev.heap.write(pa, a.tobytes())
     dev.heap.write(pb, b.tobytes())
     dev.heap.write(pf, bytes(4))
@@ -57,6 +59,20 @@ def test_compare_sees_equal_bytes_and_every_changed_byte(n, grid, block):
         b = a.copy()
         b[k] ^= 0x10
         assert _differ(a, b, grid, block) == 1, k
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("shift", [1, 4])
+def test_compare_of_a_buffer_past_an_8_byte_boundary(n, shift):
+    """A misaligned set's buffer (every buffer 4 bytes past a 16-byte boundary) compared with a
+    kept, aligned copy: byte by byte (64-bit loads there fault), every byte seen."""
+    a = np.random.default_rng(n + 7).integers(0, 256, n, dtype=np.uint8)
+    for grid, block in SHAPES:
+        assert _differ(a, a.copy(), grid, block, shift) == 0
+        for k in sorted({0, n - 1, n // 2} & set(range(n))):
+            b = a.copy()
+            b[k] ^= 0x40
+            assert _differ(a, b, grid, block, shift) == 1, (k, grid)
 
 
 @pytest.mark.parametrize("n", SIZES)

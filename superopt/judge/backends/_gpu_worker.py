@@ -124,7 +124,7 @@ END:
 {
     .reg .pred %p<3>;
     .reg .b32 %r<12>;
-    .reg .b64 %rd<20>;
+    .reg .b64 %rd<24>;
     ld.param.u64 %rd1, [a];
     ld.param.u64 %rd2, [b];
     ld.param.u64 %rd3, [nbytes];
@@ -143,6 +143,11 @@ END:
     mov.u64 %rd14, %rd5;
     mul.wide.u32 %rd7, %r4, %r2;
     mov.u32 %r5, 0;
+    // a buffer of a misaligned set starts past an 8-byte boundary: byte by byte, every thread
+    or.b64 %rd20, %rd1, %rd2;
+    and.b64 %rd20, %rd20, 7;
+    setp.ne.u64 %p1, %rd20, 0;
+    @%p1 bra DBYTES;
 DLOOP:
     setp.ge.u64 %p1, %rd5, %rd13;
     @%p1 bra DTAIL;
@@ -172,6 +177,18 @@ DTLOOP:
     or.b32 %r5, %r5, %r6;
     add.u64 %rd15, %rd15, 1;
     bra DTLOOP;
+DBYTES:
+    setp.ge.u64 %p1, %rd5, %rd3;
+    @%p1 bra DFLAG;
+    add.u64 %rd9, %rd1, %rd5;
+    add.u64 %rd10, %rd2, %rd5;
+    ld.global.cg.u8 %r7, [%rd9];
+    ld.global.cg.u8 %r8, [%rd10];
+    setp.ne.u32 %p2, %r7, %r8;
+    selp.u32 %r6, 1, 0, %p2;
+    or.b32 %r5, %r5, %r6;
+    add.u64 %rd5, %rd5, %rd7;
+    bra DBYTES;
 DFLAG:
     setp.eq.u32 %p1, %r5, 0;
     @%p1 bra DEND;

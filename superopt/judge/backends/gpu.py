@@ -110,8 +110,13 @@ def pack_sets(spec: LaunchSpec, sets: list[InputSet], *, guards: bool = True) ->
                 params.append(("u", index[k], front, back, geom.at[p.name]))
             else:
                 params.append(("e" if p.embedded else "b", index[k], front, back))
+        zone = s.guard_bytes if guards else 0
+        if guards and any(len(f) != zone or len(b) != zone for f, b in s.guards.values()):
+            raise ValueError(f"{s.label}: guard zones of another length than the set's {zone} bytes")
+        # a misaligned set (superopt.judge.inputs.misalign): longer guard zones, so every buffer
+        # starts that far past its (aligned) allocation's start
         out.append({"grid": tuple(int(g) for g in rs.grid), "block": tuple(int(b) for b in rs.block),
-                    "shared": int(rs.shared_bytes), "guard": GUARD_BYTES if guards else 0, "params": params})
+                    "shared": int(rs.shared_bytes), "guard": zone, "params": params})
     return {"blobs": blobs, "sets": out, "sources": keep, "inputs": inputs}
 
 
