@@ -645,6 +645,12 @@ def prepare_baseline_inputs(baseline_ptx: str, spec: LaunchSpec, *, backend: Uni
     return prepared
 
 
+def _extra(s: InputSet) -> bool:
+    """A set past the main ones, or the misaligned one: nvcc's runs of it come last (a fault there
+    must not take the others with it) and one on which nvcc's code fails is dropped, not the check."""
+    return s.kind != "main" or bool(s.misaligned)
+
+
 def _misalign_one(base_sets: list, baseline_ptx: str, kname: str, spec: LaunchSpec, rng, ev: dict) -> None:
     """Make one set misaligned (superopt.judge.inputs.misalign): every buffer a few bytes past a
     16-byte boundary, as a pointer into an array may be. The last main set past set 0 (set 0
@@ -702,8 +708,8 @@ def _run_prepared(prep: BaselineInputs, launch_timeout: float | None) -> Union[B
         """Both baseline runs of the sets ``first`` (their second runs ``second``), the main
         sets' runs before the extra sets' (a crash ends a backend's run: an extra set on which
         nvcc's code faults must not take the main sets with it). (runs 1, runs 2, logs 1, logs 2)."""
-        order = [s for s in first if s.kind == "main"] + [s for s in second if s.kind == "main"] \
-            + [s for s in first if s.kind != "main"] + [s for s in second if s.kind != "main"]
+        order = [s for s in first if not _extra(s)] + [s for s in second if not _extra(s)] \
+            + [s for s in first if _extra(s)] + [s for s in second if _extra(s)]
         if atomic is not None:
             res, logs = atomic.run_baseline(be, spec, order, timeout, rng)
         else:
@@ -727,7 +733,7 @@ def _run_prepared(prep: BaselineInputs, launch_timeout: float | None) -> Union[B
         """Take set ``i`` (runs r1, r2) into the baseline's runs, drop it with a note, or
         return the could-not-judge verdict that ends the check."""
         nonlocal slowest
-        extra = s.kind != "main"
+        extra = _extra(s)
         bad = [r for r in (r1, r2) if not r.ok]
         if bad:
             r = bad[0]

@@ -289,6 +289,16 @@ BINS = spec("bins64", [1, 1, 1], [1, 1, 1], [buf("x", "f32", "n"), buf("bins", "
                                              scalar("n", "s32", 192, values=[48])], vary_sizes=False)
 
 
+def bins_in_registers() -> str:
+    """bins64's restrict-compiled body with its loads of x made coherent again: the bins kept in
+    registers is what only the middle layout shows (its ``.nc`` loads of x after the bins'
+    zeroing are wrong on the in-place layout already: superopt.judge.backends.emulator.alias_launch_plan)."""
+    r = ptx("restrict")
+    start = r.index(".entry bins64(")
+    end = r.index("\n}\n", start)
+    return r[:start] + r[start:end].replace("ld.global.nc.f32", "ld.global.f32") + r[end:]
+
+
 class _GpuOrder(EmulatorBackend):
     """The emulator with a GPU's word that it does not choose the schedule: the aliased layouts
     run at the one-thread sizes first, as on a GPU (superopt.judge.alias_check)."""
@@ -298,7 +308,7 @@ class _GpuOrder(EmulatorBackend):
 def test_a_layout_apart_at_the_cheapest_set_runs_at_a_larger_one():
     """The middle layout has no overlap at n=48; at n=192 it shows the restrict-compiled body wrong
     (its bins kept in registers while they overlap x). Before: dropped at n=48 and accepted."""
-    v = check(BASE, ptx("restrict"), BINS, backend=EmulatorBackend(), policy="exact", sets=2, seed=3)
+    v = check(BASE, bins_in_registers(), BINS, backend=EmulatorBackend(), policy="exact", sets=2, seed=3)
     assert v.status == REJECTED and "middle of x" in v.reason, v.reason
     info = v.evidence["aliasing"]
     assert info["sizes"] == [{"n": 48}, {"n": 192}]
@@ -315,12 +325,12 @@ def test_on_a_gpu_a_layout_one_thread_cannot_form_is_left_to_the_emulator():
     when such layouts ran there): what the first size cannot form is not run at larger sizes on a
     GPU, and the evidence names it as the emulator's (the search's shadow check of the candidate
     to keep), which judges it and rejects bins64's restrict body."""
-    v = check(BASE, ptx("restrict"), BINS, backend=_GpuOrder(), policy="exact", sets=2, seed=3)
+    v = check(BASE, bins_in_registers(), BINS, backend=_GpuOrder(), policy="exact", sets=2, seed=3)
     info = v.evidence["aliasing"]
     assert v.status == ACCEPTED and info["sizes"] == [{"n": 48}]
     assert [x for x in info["left_to_emulator"] if "middle of x" in x]
     assert "left to the CPU emulator's check" in " ".join(v.evidence["notes"])
-    assert check(BASE, ptx("restrict"), BINS, backend=EmulatorBackend(), policy="exact", sets=2,
+    assert check(BASE, bins_in_registers(), BINS, backend=EmulatorBackend(), policy="exact", sets=2,
                  seed=3).status == REJECTED
     m = check(BASE, BASE, MATVEC, backend=_GpuOrder(), policy="exact", sets=2, seed=3).evidence["aliasing"]
     assert m["sizes"][0]["m"] == 1
@@ -414,6 +424,51 @@ def test_the_emulator_runs_layouts_apart_at_one_thread_at_the_other_sizes():
     for kind in ("at -1 element", "ending on the first element"):
         tried = sorted(e["scalars"]["m"] for e in m["layouts"] if kind in e["layout"])
         assert tried[0] == 1 and tried[-1] > 1, (kind, tried)
+
+
+def test_a_non_coherent_read_after_a_store_through_another_pointer_is_rejected():
+    """axpy_mul with its second load of x (after the store to y) through the read-only path: with
+    y on x in place that path may hold x as it was at launch (PTX leaves such a read undefined),
+    and on the emulator's odd launches of an aliased set it does. Before: accepted on every
+    layout (the emulator's .nc loads read memory as it is). The first load of x, ahead of every
+    store, may take that path (the cache-hints pass makes exactly those .nc): accepted."""
+    late = _edit(BASE, "axpy_mul", "\tld.global.f32 \t%f5, [%rd6];", "\tld.global.nc.f32 \t%f5, [%rd6];")
+    v = check(BASE, late, AXPY, backend="emulator", sets=3, seed=21)
+    assert v.status == REJECTED and "in place" in v.reason, v.reason
+    early = _edit(BASE, "axpy_mul", "\tld.global.f32 \t%f2, [%rd6];", "\tld.global.nc.f32 \t%f2, [%rd6];")
+    assert check(BASE, early, AXPY, backend="emulator", sets=3, seed=21).status == ACCEPTED
+
+
+def test_the_emulators_non_coherent_reads_under_nc_stale():
+    """One thread stores 7 to x[0] through y (the same memory) and reads x[0] back, plainly and
+    through .nc: nc_stale gives the .nc read the value at launch, the plain read the new one."""
+    from superopt.judge.emulator.runner import LoadedModule
+    text = """
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 px, .param .u64 py, .param .u64 pout)
+{
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [px];
+    ld.param.u64 %rd2, [py];
+    ld.param.u64 %rd3, [pout];
+    st.global.u32 [%rd2], 7;
+    ld.global.u32 %r1, [%rd1];
+    ld.global.nc.u32 %r2, [%rd1];
+    st.global.u32 [%rd3], %r1;
+    st.global.u32 [%rd3+4], %r2;
+    ret;
+}
+"""
+    for stale, want in ((False, [7, 7]), (True, [7, 3])):
+        dev = LoadedModule(text)
+        x, out = dev.alloc(4), dev.alloc(8)
+        dev.heap.write(x, np.array([3], np.uint32))
+        dev.launch("k", grid=(1, 1, 1), block=(1, 1, 1), params=[np.uint64(x), np.uint64(x), np.uint64(out)],
+                   nc_stale=stale)
+        assert list(np.frombuffer(dev.heap.read(out, 8), np.uint32)) == want, stale
 
 
 # ---------------------------------------------------------------- where the layouts run (cost)

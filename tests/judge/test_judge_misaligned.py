@@ -87,3 +87,15 @@ def test_the_gpu_wire_form_carries_the_longer_guards():
     bad = replace(s, guards=plain.guards)
     with pytest.raises(ValueError, match="guard zones"):
         pack_sets(QUAD, [bad])
+
+
+def test_a_misaligned_set_nvccs_code_faults_on_is_dropped_not_the_check(monkeypatch):
+    """Were the judge wrong about nvcc's widest access (a kernel its PTX reader cannot read gives
+    1), nvcc's float4 code would fault on the set: its runs come after the others' and the set is
+    dropped with a note; the check goes on."""
+    from superopt.judge import alias_check
+    from tests.judge.test_judge_aliasing import BASE as ALIASING, SCALE4
+    monkeypatch.setattr(alias_check, "access_alignment", lambda ptx, kernel: 1)
+    v = check(ALIASING, ALIASING, SCALE4, backend="emulator", sets=3, seed=5)
+    assert v.status == ACCEPTED, v.reason
+    assert [n for n in v.evidence["notes"] if "16-byte boundary" in n and "set dropped" in n], v.evidence["notes"]

@@ -153,10 +153,16 @@ ALIAS_SCHEDULES = ("warps-up", "warps-down", "min-pc", "quarters-up", "interleav
 def alias_launch_plan(run: int, lane_splits: bool = True) -> dict:
     """The emulator's schedule for the ``run``-th launch (1, 2, ...) of an aliased set in one call:
     :data:`ALIAS_SCHEDULES` in turn (without the quarter warps when ``lane_splits`` is False), and
-    the blocks up, down and in random order in turn."""
+    the blocks up, down and in random order in turn. Odd launches read through the non-coherent
+    path (``ld.global.nc``, ``ldu``) memory as it was when the launch began (``nc_stale``), even
+    ones memory as it is: where the overlap makes such a read see the launch's own writes (one
+    pointer written, another that is the same memory read through ``.nc`` after it) PTX leaves
+    the value undefined, and a GPU's read-only cache may hold either. nvcc's runs then differ
+    (the layout is no behaviour to keep: dropped), and a candidate that reads ``.nc`` where nvcc's
+    code reads coherently differs from nvcc's results on its first launch (rejected)."""
     rot = ALIAS_SCHEDULES if lane_splits else tuple(s for s in ALIAS_SCHEDULES if not s.startswith("quarters"))
     k = (int(run) - 1) % len(rot)
-    kw: dict = {"schedule": rot[k]}
+    kw: dict = {"schedule": rot[k], "nc_stale": int(run) % 2 == 1}
     order = BLOCK_ORDER_ROTATION[(int(run) - 1) % len(BLOCK_ORDER_ROTATION)]
     if order != "up":
         kw["block_order"] = order

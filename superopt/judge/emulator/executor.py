@@ -381,10 +381,16 @@ class Chunk:
             st = st if sel is None else st[sel]
             M.scatter(tv, off, w, 1, np.where(old | st, _TAINT_BYTES[w], _UT[w](0)).astype(_UT[w]))
 
-    def load(self, sp, addrs, idx, w, k):
+    def load(self, sp, addrs, idx, w, k, nc=False):
+        """``nc``: a load through the non-coherent path; under the launch's ``nc_stale`` mode it
+        reads global memory as it was when the launch began (what that path may hold: PTX leaves
+        undefined a ``.nc`` read of data the launch writes)."""
+        stale = self.launch.nc_views if nc else None
         r = self._resolve(sp, addrs, idx, w * k)
         if r is not None:
             views, off = r
+            if stale is not None and views is self.heap.views:
+                views = stale
             if self.shared_taint is not None:
                 self._taint_load(views, off, w, k)
             return M.gather(views, off, w, k)
@@ -394,6 +400,8 @@ class Chunk:
         for sp2, sel, aa in parts:
             sub = sel if idx is None else idx[sel]
             views, off = self._resolve(sp2, aa, sub, w * k)
+            if stale is not None and views is self.heap.views:
+                views = stale
             if self.shared_taint is not None:
                 self._taint_load(views, off, w, k, sel, n)
             out[sel] = M.gather(views, off, w, k)

@@ -109,6 +109,7 @@ class Program:
         self.sites: list[CallSite] = []
         self.uses_cc = False
         self.uses_shared = False
+        self.uses_nc = False          # a global load through the non-coherent path (ld.global.nc, ldu)
         self.cc_slot = self._new_reg("%cc", np.dtype(np.bool_))
         self.kparams: dict[str, tuple[int, int]] = {}     # name -> (offset, size)
         self.kparam_decls: list[VarDecl] = list(self.kernel_fn.params)
@@ -1009,16 +1010,20 @@ class FnCtx:
                     wr(st, idx, rows[:, col + i].copy().view(nd))    # never alias the param
             return CInst(MEM, run, text)
         sp = space or "generic"
+        # the read-only path: what the launch's nc_stale mode serves from memory as it was at launch
+        nc = sp in (".global", "generic") and (inst.opcode == "ldu" or ".nc" in inst.modifiers)
+        if nc:
+            self.prog.uses_nc = True
 
         if k == 1:
             w0 = ws[0]
 
             def run(st, idx):
-                v = st.load(sp, af(st, idx), idx, w, 1)
+                v = st.load(sp, af(st, idx), idx, w, 1, nc)
                 w0(st, idx, v.view(nd))
         else:
             def run(st, idx):
-                v = st.load(sp, af(st, idx), idx, w, k).view(nd)
+                v = st.load(sp, af(st, idx), idx, w, k, nc).view(nd)
                 for i, wr in enumerate(ws):
                     wr(st, idx, np.ascontiguousarray(v[:, i]))
         return CInst(MEM, run, text)

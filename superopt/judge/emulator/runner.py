@@ -48,6 +48,7 @@ class Launch:
     poison: object = None
     watch: object = None              # memory.GuardWatch: loads outside watched buffers
     machine: object = None            # executor.Machine: %smid, %warpid, %nsmid, clocks
+    nc_views: object = None           # global memory as at the launch's start (nc_stale), by access width
 
 
 class LoadedModule:
@@ -239,7 +240,7 @@ class LoadedModule:
                timeout: float | None = None, max_steps: int = 1 << 40, seed: int | None = 0,
                chunk_lanes: int = DEFAULT_CHUNK_LANES, watch=None, register_fill: str = "random",
                schedule="min-pc", block_order: str = "up", serial_warps: int | None = None,
-               min_chunks: int = 1, serial_chunks: int = 1) -> dict:
+               min_chunks: int = 1, serial_chunks: int = 1, nc_stale: bool = False) -> dict:
         """Run one kernel launch to completion; returns statistics.
 
         Registers, shared and local memory start as random bits drawn from ``seed``
@@ -273,6 +274,11 @@ class LoadedModule:
         at least this many groups (each with the next schedule of the sequence, so one launch
         can run them all).
 
+        ``nc_stale``: loads through the non-coherent path (``ld.global.nc``, ``ldu``) read global
+        memory as it was when the launch began, not what the launch wrote since: one of the
+        outcomes PTX allows there (it leaves such reads of data the launch writes undefined;
+        the read-only cache need not see those writes). Off, they read memory as it is.
+
         A block shape that the kernel's ``.maxntid``/``.reqntid`` refuses is refused here as
         on a GPU (ValueError). Raises Unsupported, KernelFault, UndefinedBehavior, Deadlock or
         RunTimeout.
@@ -305,6 +311,9 @@ class LoadedModule:
         order_rng = np.random.default_rng([seed, 0x5C4ED]) if seed is not None else np.random.default_rng(0)
         nblocks = math.prod(grid)
         L.machine = Machine(np.random.default_rng([seed, 0x511D]) if seed is not None else None, nblocks)
+        if nc_stale and prog.uses_nc:
+            snap = self.heap.buf.copy()
+            L.nc_views = {w: snap.view(v.dtype) for w, v in self.heap.views.items()}
         if watch:
             hb = M.HEAP_BASE
             L.watch = M.GuardWatch([(n, zs - hb, ze - hb, ds - hb, de - hb) for n, zs, ze, ds, de in watch])
