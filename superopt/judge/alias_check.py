@@ -63,8 +63,10 @@ ALIAS_INDEX = 1000
 # nvcc's runs of each aliased set (its determinism there); a candidate's runs
 BASELINE_RUNS = 5
 CANDIDATE_RUNS = 2
-# the limit on each of nvcc's launches when the emulator confirms a GPU's rejection (emulator_race)
+# the limit on each of nvcc's launches when the emulator confirms a GPU's rejection (emulator_race),
+# and on the seconds a kernel's confirmations take in all (past it, rejections stand unconfirmed)
 CONFIRM_LAUNCH_TIMEOUT_S = 3.0
+CONFIRM_BUDGET_S = 10.0
 
 
 @dataclass
@@ -86,6 +88,7 @@ class AliasRuns:
     racy: dict = field(default_factory=dict)
     # sets on which the emulator's runs confirmed a GPU's rejection (or could not run): set -> note
     confirmed: dict = field(default_factory=dict)
+    confirm_seconds: float = 0.0                        # spent by the emulator's confirmations
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def active(self) -> list[int]:
@@ -501,7 +504,13 @@ def _racy_on_emulator(ar: AliasRuns, k: int, confirm) -> bool:
     """Whether set ``k`` is racy for nvcc's code under the emulator's schedules (asked once per set)."""
     with ar.lock:
         if k not in ar.racy and k not in ar.confirmed:
+            if ar.confirm_seconds >= CONFIRM_BUDGET_S:
+                ar.confirmed[k] = (f"not confirmed on the CPU emulator: its confirmations of this kernel took "
+                                   f"{ar.confirm_seconds:.3g} s, the most they may ({CONFIRM_BUDGET_S:g} s)")
+                return False
+            t0 = time.monotonic()
             why, note = confirm(ar.sets[k])
+            ar.confirm_seconds += time.monotonic() - t0
             if why:
                 ar.racy[k] = why
             else:

@@ -643,3 +643,13 @@ def test_a_layout_that_faults_is_not_run_again_for_its_other_runs():
     old = FaultyBackend()
     _run_all(old, "", None, sets, 1.0)                            # without groups: each run tried
     assert len(old.requests) == 4
+
+
+def test_the_emulators_confirmations_of_a_kernel_are_bounded(monkeypatch):
+    """Past CONFIRM_BUDGET_S of confirmations for a kernel, a GPU's rejection stands unconfirmed
+    and says why (a captured shape's layouts could otherwise cost 15 s each on the emulator)."""
+    from superopt.judge import alias_check
+    monkeypatch.setattr(alias_check, "CONFIRM_BUDGET_S", 0.0)
+    same = _edit(BASE, "stencil2", ")\n{", ")\n.maxnreg 32\n{")
+    v = check(BASE, same, STENCIL, backend=_GpuTiming(BASE), policy="exact", sets=2, seed=3)
+    assert v.status == REJECTED and "not confirmed on the CPU emulator" in v.reason, v.reason
