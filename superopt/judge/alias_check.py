@@ -184,6 +184,21 @@ def access_alignment(ptx: str, kernel: str) -> int:
     return widest if widest > 1 and widest & (widest - 1) == 0 else 1
 
 
+@functools.lru_cache(maxsize=64)
+def pointer_alignment(ptx: str, kernel: str) -> int:
+    """The alignment a program's pointers to ``kernel`` have by its own word: the widest access
+    nvcc's code makes (:func:`access_alignment`) or a pointer parameter's declared ``.ptr .align``
+    (a type the compiler knows to be aligned), whichever is larger; 1 when unreadable."""
+    widest = access_alignment(ptx, kernel)
+    try:
+        import ptx_ir
+        fn = ptx_ir.parse(ptx).function(kernel)
+        declared = max((int(p.ptr_align) for p in fn.params if p.ptr and p.ptr_align), default=1)
+    except Exception:  # noqa: BLE001 - an unreadable kernel: its accesses' word alone
+        declared = 1
+    return max(widest, declared)
+
+
 def run_baseline_layouts(baseline_ptx: str, spec, be, policy, seed: int, sets: list, valid: list, ev: dict,
                          launch_timeout=None, prove=None, atomic=None) -> AliasRuns | None:
     """nvcc's runs on the aliased layouts (module docstring); ``ev['aliasing']`` says what ran and

@@ -654,9 +654,10 @@ def _extra(s: InputSet) -> bool:
 def _misalign_one(base_sets: list, baseline_ptx: str, kname: str, spec: LaunchSpec, rng, ev: dict) -> None:
     """Make one set misaligned (superopt.judge.inputs.misalign): every buffer a few bytes past a
     16-byte boundary, as a pointer into an array may be. The last main set past set 0 (set 0
-    may hold the program's data), else the first tail set; none where nvcc's own accesses or
-    the buffers' elements need 16 bytes (superopt.judge.inputs.misalign_bytes)."""
-    off = misalign_bytes(spec, alias_check.access_alignment(baseline_ptx, kname))
+    may hold the program's data), else the first tail set; none where nvcc's own accesses, a
+    pointer parameter's declared ``.ptr .align`` or the buffers' elements need 16 bytes
+    (superopt.judge.inputs.misalign_bytes)."""
+    off = misalign_bytes(spec, alias_check.pointer_alignment(baseline_ptx, kname))
     if off is None or not spec.buffers:
         return
     if atomic_judge.AL.has_float_atomics(baseline_ptx, kname):

@@ -95,7 +95,20 @@ def test_a_misaligned_set_nvccs_code_faults_on_is_dropped_not_the_check(monkeypa
     dropped with a note; the check goes on."""
     from superopt.judge import alias_check
     from tests.judge.test_judge_aliasing import BASE as ALIASING, SCALE4
-    monkeypatch.setattr(alias_check, "access_alignment", lambda ptx, kernel: 1)
+    monkeypatch.setattr(alias_check, "pointer_alignment", lambda ptx, kernel: 1)
     v = check(ALIASING, ALIASING, SCALE4, backend="emulator", sets=3, seed=5)
     assert v.status == ACCEPTED, v.reason
     assert [n for n in v.evidence["notes"] if "16-byte boundary" in n and "set dropped" in n], v.evidence["notes"]
+
+
+def test_a_pointer_declared_aligned_is_not_misaligned():
+    """A kernel parameter declared ``.ptr .global .align 16`` is the program's word that its
+    pointers are 16-byte aligned (the vectorize pass takes it as proof): no misaligned set."""
+    from superopt.judge import alias_check
+    plain, aligned = ".param .u64 quad_scale_param_0", ".param .u64 .ptr .global .align 16 quad_scale_param_0"
+    declared = BASE.replace(plain, aligned)
+    assert declared != BASE
+    assert alias_check.pointer_alignment(declared, "quad_scale") == 16
+    assert alias_check.pointer_alignment(BASE, "quad_scale") == 4
+    v = check(declared, ptx("vec4").replace(plain, aligned), QUAD, backend="emulator", sets=3, seed=11)
+    assert v.status == ACCEPTED and "misaligned" not in v.evidence, v.reason
