@@ -1317,6 +1317,12 @@ def _judge_candidate(bl: BaselineRuns, candidate_ptx: str, be: Backend, launch_t
                 mm = Mismatch(i, cs.label, rep, b.name, kind, jx, int(bad.sum()), bval, cval, b.length,
                               dst.get("max_abs_diff"), dst.get("max_ulp_diff"))
                 return done(REJECTED, f"output differs: {mm.describe()}", mm)
+    # the static race check before the aliased layouts': where both reject, its reason says what
+    # is wrong in the candidate's code (a .nc read of a buffer the launch writes), not only where
+    ev["max_diff"] = max_diff
+    race = _race_verdict(bl.baseline_ptx, candidate_ptx, bl.kernel, ev, spec)
+    if race:
+        return done(REJECTED, race)
     if acsets:
         confirm = None
         if getattr(be, "not_chosen", ()):
@@ -1333,10 +1339,6 @@ def _judge_candidate(bl: BaselineRuns, candidate_ptx: str, be: Backend, launch_t
         if why:
             return done(REJECTED, why[0], why[1])
     phases["candidate_compare"] = round(time.monotonic() - t_phase, 4)
-    ev["max_diff"] = max_diff
-    race = _race_verdict(bl.baseline_ptx, candidate_ptx, bl.kernel, ev, spec)
-    if race:
-        return done(REJECTED, race)
     taint = _taint_excess(cres, bl.taint)
     if taint:
         return done(REJECTED, taint)
