@@ -5,7 +5,7 @@ cluster workers) makes every search check candidates for real on the CPU emulato
 them with a stand-in figure derived from the candidate's text (deterministic, so two builds
 make the same decisions; clearly not a measurement, and records say so), while holding one of
 the fake GPUs that ``SUPEROPT_FAKE_GPUS`` declares for ``SUPEROPT_DRYRUN_TIME_S`` seconds per
-timing (0.05), so that the GPU lease, the waiting for a free GPU and the cluster path run as
+timing (0.05; ``SUPEROPT_DRYRUN_CHECK_S``: seconds before each check, 0), so that the GPU lease, the waiting for a free GPU and the cluster path run as
 they would on GPUs.
 """
 from __future__ import annotations
@@ -26,6 +26,10 @@ class DryRunJudge(BackendJudge):
     def __init__(self, options):
         super().__init__("emulator", options.policy, options.check_sets, options.timing_reps)
         self.sim_seconds = float(os.environ.get("SUPEROPT_DRYRUN_TIME_S", "0.05"))
+        # seconds each check waits first (0): a search that surely outlives a short limit, whatever
+        # path it takes (the cluster's timeout test: under load a search ended by its own deadline
+        # before its first timing answered in time)
+        self.check_seconds = float(os.environ.get("SUPEROPT_DRYRUN_CHECK_S", "0"))
 
     @property
     def can_time(self) -> bool:
@@ -45,6 +49,11 @@ class DryRunJudge(BackendJudge):
             with self.hold() as dev:
                 return dev.name
         return dev.name if dev is not None else "dry-run"
+
+    def verify(self, base_ptx: str, cand_ptx: str, spec, **kw):
+        if self.check_seconds:
+            time.sleep(self.check_seconds)
+        return super().verify(base_ptx, cand_ptx, spec, **kw)
 
     def time(self, base_ptx: str, cand_ptx: str, spec, *, fresh: bool = True):
         with self.hold():

@@ -171,7 +171,8 @@ def test_decisions_cached_for_a_cluster_apply_while_it_is_down(builder, monkeypa
 
 
 def test_task_that_outlives_its_limit_keeps_nvccs_code(builder, monkeypatch, tmp_path):
-    env = worker_env(tmp_path, SUPEROPT_DRYRUN_TIME_S="30")
+    # every check waits 30 s first: the search outlives the 3 s limit whatever path it takes
+    env = worker_env(tmp_path, SUPEROPT_DRYRUN_TIME_S="30", SUPEROPT_DRYRUN_CHECK_S="30")
     with LocalDaskCluster([env], log_dir=str(tmp_path / "logs")) as c:
         monkeypatch.setenv("NVCC_PLUS_CLUSTER", c.address)
         monkeypatch.setenv("NVCC_PLUS_CLUSTER_TIMEOUT", "3")
