@@ -192,6 +192,8 @@ SETTINGS: tuple[Setting, ...] = (
             "writes worker-<pid>.prof there when it exits (a diagnosis: it slows the worker)", "developer"),
     Setting("SUPEROPT_DRYRUN_TIME_S", "0.05", "bench/scale --dry-run: seconds a fake timing takes",
             "developer"),
+    Setting("SUPEROPT_DRYRUN_CHECK_S", "0", "bench/scale --dry-run: seconds each check waits before it "
+            "runs (a search that surely outlives a short limit: the cluster timeout test)", "developer"),
     Setting("NVCC_PLUS_DEBUG", "", "1: `superopt` commands show the traceback of an internal error "
             "instead of one line", "developer"),
     Setting("NVCC_PLUS_FULL_CORPUS", "", "tests: run the pass tests over the whole corpus",
