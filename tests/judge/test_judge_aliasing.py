@@ -653,3 +653,13 @@ def test_the_emulators_confirmations_of_a_kernel_are_bounded(monkeypatch):
     same = _edit(BASE, "stencil2", ")\n{", ")\n.maxnreg 32\n{")
     v = check(BASE, same, STENCIL, backend=_GpuTiming(BASE), policy="exact", sets=2, seed=3)
     assert v.status == REJECTED and "not confirmed on the CPU emulator" in v.reason, v.reason
+
+
+def test_a_confirmation_past_its_launch_limit_confirms_nothing():
+    """emulator_race's per-launch limit fires: a run past it confirms no race, the rejection stands."""
+    from superopt.judge import alias_check
+    # bins64 at n = 20000: one thread, 20000 dependent adds (past the emulator's check interval)
+    s = aliased_set(BINS, 3, ALIAS_INDEX, {"n": 20000}, alias_layouts(BINS)[0], make_rng(3))
+    from superopt.judge.policy import EXACT
+    why, note = alias_check.emulator_race(BASE, BINS, s, EXACT, make_rng(4), timeout=1e-6)
+    assert why is None and "could not run" in note and "timeout" in note, note
